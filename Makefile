@@ -1,0 +1,20 @@
+# One vocabulary for humans and CI.  Every target does its own set-up.
+.PHONY: demo test unit bench stack-up stack-down lint
+
+demo:        ## run the whole product on the local stack, replaying the sample classroom
+	bash scripts/demo.sh
+
+test:        ## the whole test suite against the real broker and PostgreSQL
+	bash scripts/test.sh
+
+unit:        ## pure unit tests only (no services)
+	bash scripts/bootstrap.sh && .venv/bin/python -m pytest tests/unit
+
+bench:       ## every benchmark; figures go to stdout (copy them into docs/performance.md)
+	bash scripts/bench.sh
+
+stack-up:
+	bash scripts/bootstrap.sh && .venv/bin/vexnudge stack up
+
+stack-down:
+	.venv/bin/vexnudge stack down

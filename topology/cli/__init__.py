@@ -1,0 +1,73 @@
+"""The ``vexnudge`` command line.
+
+Each sub-command lives in its own module of this package and exposes
+``register(subparsers)``, which adds its parser and sets ``handler`` to a
+function ``(args, settings) -> int``.  Heavy imports stay inside handlers so
+``vexnudge --help`` is instant.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from topology.settings import load_settings
+
+#: Sub-command modules, in the order ``--help`` lists them.
+COMMAND_MODULES: tuple[str, ...] = (
+    "stack",
+    "produce",
+    "worker",
+    "replay",
+    "tail",
+    "distance",
+    "sanitize",
+    "ask",
+    "token",
+    "gateway",
+    "demo",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full parser with every available sub-command registered."""
+    parser = argparse.ArgumentParser(
+        prog="vexnudge",
+        description="Stream-processing nudges for classrooms programming VEX robots.",
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(f"topology.cli.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"topology.cli.{name}":
+                continue
+            raise
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``vexnudge`` console script."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help()
+        return 2
+    try:
+        settings = load_settings()
+    except Exception as exc:  # pydantic ValidationError: bad environment
+        print(f"vexnudge: invalid configuration: {exc}", file=sys.stderr)
+        return 2
+    try:
+        return int(handler(args, settings) or 0)
+    except KeyboardInterrupt:
+        print("vexnudge: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

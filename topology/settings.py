@@ -1,0 +1,170 @@
+"""The one settings object: the only place that reads the environment.
+
+Built once at an entry point (a CLI command, the worker, the gateway) with
+:func:`load_settings` and passed down.  Every field documents the environment
+variable that sets it (the upper-cased field name, no prefix) and its default.
+Secrets are :class:`pydantic.SecretStr` and never printed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+#: The one pinned Apache Kafka broker version (Maven jars and docker-compose image).
+KAFKA_VERSION = "4.2.2"
+#: The log4j2 backend that matches :data:`KAFKA_VERSION` (its POM leaves it out).
+LOG4J2_VERSION = "2.25.3"
+
+TRIGGER_TYPES = ("wheel_spin", "resilience", "explorer", "iterative", "inactive")
+
+
+def _split_csv(value: object) -> object:
+    if isinstance(value, str):
+        return frozenset(v.strip() for v in value.split(",") if v.strip())
+    return value
+
+
+def _split_mapping(value: object) -> object:
+    """``"RoverRescue=3,CoralReefRescue=5"`` → ``{"RoverRescue": 3, ...}``."""
+    if isinstance(value, str):
+        out: dict[str, int] = {}
+        for part in value.split(","):
+            if part.strip():
+                key, _, num = part.partition("=")
+                out[key.strip()] = int(num)
+        return out
+    return value
+
+
+class Settings(BaseSettings):
+    """Every tunable of vexnudge.  Field ``foo_bar`` is read from ``FOO_BAR``."""
+
+    model_config = SettingsConfigDict(
+        case_sensitive=False, frozen=True, extra="ignore", populate_by_name=True
+    )
+
+    # --- Kafka and the Faust app -------------------------------------------------
+    kafka_bootstrap_servers: str = "127.0.0.1:9092"
+    """KAFKA_BOOTSTRAP_SERVERS: comma-separated host:port list."""
+    topic_prefix: str = ""
+    """TOPIC_PREFIX: prepended to every topic name (tests isolate runs with it)."""
+    topic_partitions: int = Field(8, ge=1, le=256)
+    """TOPIC_PARTITIONS: the ONE partition count of every keyed topic and table."""
+    topic_replication_factor: int = Field(1, ge=1)
+    """TOPIC_REPLICATION_FACTOR: 1 on the local stack, 3 on a real cluster."""
+    app_id: str = "vexnudge"
+    """APP_ID: the Faust app id, which is also the consumer group."""
+    worker_store: Literal["memory://", "rocksdb://"] = "memory://"
+    """WORKER_STORE: table store, ``memory://`` or ``rocksdb://`` (rocksdict)."""
+    worker_datadir: Path = PROJECT_ROOT / ".vexnudge" / "worker"
+    """WORKER_DATADIR: Faust data directory; must be unique per worker process."""
+    worker_web_port: int = 6066
+    """WORKER_WEB_PORT: the worker's metrics/health port."""
+    clock_mode: Literal["live", "replay"] = "live"
+    """CLOCK_MODE: ``live`` ticks with the wall clock, ``replay`` with event time."""
+    broker_commit_interval_s: float = 1.0
+    """BROKER_COMMIT_INTERVAL_S: how often consumed offsets are committed."""
+
+    # --- Triggers ----------------------------------------------------------------
+    trigger_poll_interval_s: float = Field(5.0, gt=0)
+    """TRIGGER_POLL_INTERVAL_S: live-clock tick period per owned partition."""
+    trigger_student_recency_hours: float = Field(24.0, gt=0)
+    """TRIGGER_STUDENT_RECENCY_HOURS: idle students older than this are forgotten."""
+    trigger_daemon_enabled: bool = False
+    """TRIGGER_DAEMON_ENABLED: proactive lane on/off (off = detect only)."""
+    trigger_disabled: Annotated[frozenset[str], NoDecode] = frozenset()
+    """TRIGGER_DISABLED: comma-separated trigger types detected but not acted on."""
+    wheel_spin_zero_runs: int = 6
+    """WHEEL_SPIN_ZERO_RUNS: identical reruns in a row that fire wheel_spin."""
+    resilience_zero_runs: int = 4
+    """RESILIENCE_ZERO_RUNS: zero streak after which a change fires resilience."""
+    explorer_edit_distance: int = 13
+    """EXPLORER_EDIT_DISTANCE: one-step distance that fires explorer."""
+    iterative_default_threshold: int = 6
+    """ITERATIVE_DEFAULT_THRESHOLD: steady edits that fire iterative."""
+    iterative_thresholds: Annotated[dict[str, int], NoDecode] = Field(
+        default_factory=lambda: {"CastleCrasherPlus": 6, "CoralReefRescue": 5, "RoverRescue": 3}
+    )
+    """ITERATIVE_THRESHOLDS: per-playground overrides, ``Name=N,Other=M``."""
+    inactive_after_s: float = 240.0
+    """INACTIVE_AFTER_S: idle time (strictly more) that fires inactive."""
+    inactive_realert_s: float = 600.0
+    """INACTIVE_REALERT_S: re-alert period while still idle."""
+
+    # --- Tree edit distance ------------------------------------------------------
+    tree_edit_max_blocks: int = Field(2000, ge=1)
+    """TREE_EDIT_MAX_BLOCKS: larger programs are reported as not comparable."""
+    tree_edit_cache_size: int = Field(4096, ge=0)
+    """TREE_EDIT_CACHE_SIZE: bounded cache of distances keyed by content hashes."""
+
+    # --- PostgreSQL --------------------------------------------------------------
+    database_url: SecretStr = SecretStr("postgresql://vexnudge@127.0.0.1:55432/vexnudge")
+    """DATABASE_URL: the local stack's cluster by default (no password, loopback)."""
+
+    # --- Model server ------------------------------------------------------------
+    ollama_host: str = "http://127.0.0.1:11434"
+    """OLLAMA_HOST: base URL of the Ollama server."""
+    ollama_model: str = "llama3.2"
+    """OLLAMA_MODEL: the model that writes the nudges."""
+    llm_timeout_s: float = Field(30.0, gt=0)
+    """LLM_TIMEOUT_S: per-call timeout."""
+    llm_max_retries: int = Field(2, ge=0)
+    """LLM_MAX_RETRIES: retries after the first failed call."""
+    llm_concurrency: int = Field(4, ge=1)
+    """LLM_CONCURRENCY: model calls in flight per worker."""
+    llm_fallback_template: bool = True
+    """LLM_FALLBACK_TEMPLATE: answer with the template responder when no model answers."""
+
+    # --- Nudge policy ------------------------------------------------------------
+    nudge_cooldown_s: float = Field(90.0, ge=0)
+    """NUDGE_COOLDOWN_S: minimum event-time gap between two proactive nudges to a student."""
+    inactive_realert_nudge_cap: int = Field(1, ge=0)
+    """INACTIVE_REALERT_NUDGE_CAP: re-alert nudges allowed per idle spell."""
+
+    # --- Gateway -----------------------------------------------------------------
+    gateway_host: str = "127.0.0.1"
+    """GATEWAY_HOST: bind address of the SSE gateway."""
+    gateway_port: int = 8080
+    """GATEWAY_PORT: port of the SSE gateway."""
+    token_secret: SecretStr | None = None
+    """TOKEN_SECRET: HMAC key for student tokens (required by the gateway)."""
+    admin_token: SecretStr | None = None
+    """ADMIN_TOKEN: bearer token for the admin routes (required by the gateway)."""
+    sse_heartbeat_s: float = Field(15.0, gt=0)
+    """SSE_HEARTBEAT_S: comment heartbeat period on open streams."""
+
+    # --- Local stack -------------------------------------------------------------
+    stack_dir: Path = PROJECT_ROOT / ".vexnudge"
+    """STACK_DIR: where the local stack keeps data, logs and pids."""
+    cache_dir: Path = Path.home() / ".cache" / "vexnudge"
+    """CACHE_DIR: where fetched broker jars are cached across clones."""
+    kafka_port: int = 9092
+    """KAFKA_PORT: the local broker's client port (controller = port + 1)."""
+    postgres_port: int = 55432
+    """POSTGRES_PORT: the local PostgreSQL cluster's port."""
+
+    _csv = field_validator("trigger_disabled", mode="before")(_split_csv)
+    _map = field_validator("iterative_thresholds", mode="before")(_split_mapping)
+
+    @field_validator("trigger_disabled")
+    @classmethod
+    def _known_types(cls, value: frozenset[str]) -> frozenset[str]:
+        unknown = sorted(set(value) - set(TRIGGER_TYPES))
+        if unknown:
+            raise ValueError(f"unknown trigger type(s) {unknown}; known: {list(TRIGGER_TYPES)}")
+        return value
+
+    def topic(self, name: str) -> str:
+        """The full topic name for the logical ``name`` (``vex.events`` ...)."""
+        return f"{self.topic_prefix}{name}"
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Read the environment once; ``overrides`` win (tests and CLI flags)."""
+    return Settings(**overrides)  # type: ignore[arg-type]
