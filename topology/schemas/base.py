@@ -1,0 +1,40 @@
+"""Common base of every wire record, and the JSON codec."""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+
+class SchemaError(ValueError):
+    """A record does not match its schema (or has an unknown version)."""
+
+
+class Record(BaseModel):
+    """Frozen, strict-keys base of all wire records."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_enum_values=False)
+
+
+R = TypeVar("R", bound=Record)
+
+
+def encode(record: Record) -> bytes:
+    """The record as compact UTF-8 JSON bytes."""
+    return record.model_dump_json(exclude_none=False).encode()
+
+
+def decode(model: type[R], data: bytes | str) -> R:
+    """Parse ``data`` as ``model``; raise :class:`SchemaError` with the reason."""
+    try:
+        return model.model_validate_json(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ())) or "record"
+        raise SchemaError(f"{model.__name__}: {where}: {first.get('msg')}") from exc
+
+
+def to_jsonable(record: Record) -> dict[str, Any]:
+    """The record as plain JSON-compatible Python values."""
+    return record.model_dump(mode="json")
