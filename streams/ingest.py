@@ -1,0 +1,248 @@
+"""Ingest core: one raw telemetry line → a normalized event or a rejection.
+
+Pure and deterministic.  The checks run in the normative order (first failure
+wins): invalid_json, not_an_object, invalid_raw_message, missing_studentID,
+missing_sessionID, missing_timestamp, missing_eventType, bad_timestamp.
+``duplicate_id`` needs memory of accepted ids and is decided by
+:class:`SeenIds`, owned per student by the adapter.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import OrderedDict
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+
+from topology.schemas import NormalizedEvent, RejectReason, SourceRef
+
+_REQUIRED = (
+    ("studentID", RejectReason.MISSING_STUDENT_ID),
+    ("sessionID", RejectReason.MISSING_SESSION_ID),
+    ("timestamp", RejectReason.MISSING_TIMESTAMP),
+    ("eventType", RejectReason.MISSING_EVENT_TYPE),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Rejected:
+    """A line that cannot be used, with its machine-readable reason."""
+
+    reason: RejectReason
+    detail: str
+    event_id: str | None = None
+    student_key: str | None = None
+    session_id: str | None = None
+
+
+def student_key(student_id: str) -> str:
+    """The canonical student key: ``studentID`` stripped and lower-cased."""
+    return student_id.strip().lower()
+
+
+def envelope_event_id(envelope_id: object, line: bytes) -> tuple[str, int | None]:
+    """The event id as text and, when integral, as an int.
+
+    Integers keep their decimal text (``"9000014"``); string ids get an ``s:``
+    prefix so they never collide with an integer; a line without a usable id
+    (absent, null, boolean, other types) gets ``h:`` + a content hash, so a
+    replay of the same line yields the same id.
+    """
+    if isinstance(envelope_id, int) and not isinstance(envelope_id, bool):
+        return str(envelope_id), envelope_id
+    if isinstance(envelope_id, str):
+        return "s:" + envelope_id, None
+    return "h:" + hashlib.sha1(line).hexdigest()[:20], None
+
+
+def parse_timestamp(value: str) -> datetime | None:
+    """An ISO-8601 date-time (``Z`` or no offset = UTC), or None if it is not one."""
+    text = value.strip()
+    if len(text) < 11 or text[10] not in "Tt ":
+        return None
+    if text[-1] in "zZ":
+        text = text[:-1] + "+00:00"
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed
+
+
+def iso_utc(ts: float) -> str:
+    """Epoch seconds as ``YYYY-MM-DDTHH:MM:SSZ`` (fractions kept when present)."""
+    moment = datetime.fromtimestamp(ts, UTC)
+    if moment.microsecond:
+        return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _loads(data: bytes | str) -> tuple[bool, Any]:
+    try:
+        return True, orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return False, None
+
+
+def _payload(envelope: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
+    value = envelope["raw_message"] if "raw_message" in envelope else envelope.get("content")
+    if value is None:
+        return envelope, ""
+    if isinstance(value, dict):
+        return value, ""
+    if isinstance(value, str):
+        ok, decoded = _loads(value)
+        if not ok:
+            return None, "raw_message is a string that is not valid JSON"
+        if not isinstance(decoded, dict):
+            return None, f"raw_message decodes to {type(decoded).__name__}, not an object"
+        return decoded, ""
+    return None, f"raw_message is {type(value).__name__}, not an object or a JSON string"
+
+
+def _blank(value: object) -> bool:
+    return not isinstance(value, str) or not value.strip()
+
+
+def _decoded_object(value: object) -> dict[str, Any] | None:
+    """A JSON string or an object → the object; anything else → None."""
+    if isinstance(value, dict):
+        return value
+    if isinstance(value, str):
+        ok, decoded = _loads(value)
+        if ok and isinstance(decoded, dict):
+            return decoded
+    return None
+
+
+def read_workspace(project: object) -> tuple[str, str | None]:
+    """The JSON-level reading of a payload ``project``: (status, workspace xml).
+
+    Status is ``ok``, ``empty_workspace`` or an unusable reason
+    (``no_project``, ``project_not_json``, ``project_not_object``,
+    ``workspace_not_string``).  XML well-formedness is judged later.
+    """
+    if project is None:
+        return RejectReason.NO_PROJECT.value, None
+    if isinstance(project, str):
+        if project.lstrip().startswith("<"):
+            return "ok", project
+        ok, decoded = _loads(project)
+        if not ok:
+            return RejectReason.PROJECT_NOT_JSON.value, None
+        project = decoded
+    if not isinstance(project, dict):
+        return RejectReason.PROJECT_NOT_OBJECT.value, None
+    workspace = project.get("workspace")
+    if workspace is None or (isinstance(workspace, str) and not workspace.strip()):
+        return "empty_workspace", None
+    if not isinstance(workspace, str):
+        return RejectReason.WORKSPACE_NOT_STRING.value, None
+    return "ok", workspace
+
+
+def _optional_str(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _build_event(
+    envelope: dict[str, Any], payload: dict[str, Any], ts: float, line: bytes,
+    source: SourceRef | None,
+) -> NormalizedEvent:
+    event_id, id_int = envelope_event_id(envelope.get("id"), line)
+    student_id = payload["studentID"].strip()
+    status, xml = read_workspace(payload.get("project"))
+    params = (_decoded_object(payload.get("playgroundData")) or {}).get("parameters")
+    return NormalizedEvent(
+        event_id=event_id,
+        envelope_id_int=id_int,
+        student_key=student_id.lower(),
+        student_id=student_id,
+        session_id=payload["sessionID"].strip(),
+        event_type=payload["eventType"].strip(),
+        ts=ts,
+        timestamp=iso_utc(ts),
+        received_at=_optional_str(envelope.get("received_at", envelope.get("recieved_at"))),
+        playground=_optional_str(payload.get("playground")),
+        class_code=_optional_str(payload.get("classCode", envelope.get("classCode"))),
+        workspace_status=status,
+        workspace_xml=xml,
+        playground_params=params if isinstance(params, dict) else None,
+        block_event=_decoded_object(payload.get("blockEventData")),
+        error_message=_optional_str(payload.get("errorMessage")),
+        source=source,
+    )
+
+
+def decode_line(line: bytes, source: SourceRef | None = None) -> NormalizedEvent | Rejected:
+    """Validate and normalize one raw line (duplicate ids are not judged here)."""
+    ok, envelope = _loads(line)
+    if not ok:
+        return Rejected(RejectReason.INVALID_JSON, "the line is not valid JSON")
+    if not isinstance(envelope, dict):
+        return Rejected(RejectReason.NOT_AN_OBJECT, f"the line is a JSON {type(envelope).__name__}")
+    event_id = envelope_event_id(envelope.get("id"), line)[0]
+    payload, why = _payload(envelope)
+    if payload is None:
+        return Rejected(RejectReason.INVALID_RAW_MESSAGE, why, event_id)
+    for field, reason in _REQUIRED:
+        if _blank(payload.get(field)):
+            return Rejected(reason, f"payload {field} is absent, null, not a string or blank", event_id)
+    key = student_key(payload["studentID"])
+    moment = parse_timestamp(payload["timestamp"])
+    if moment is None:
+        detail = f"timestamp {payload['timestamp'][:40]!r} is not an ISO-8601 date-time"
+        return Rejected(RejectReason.BAD_TIMESTAMP, detail, event_id, key, payload["sessionID"].strip())
+    return _build_event(envelope, payload, moment.timestamp(), line, source)
+
+
+def is_blank(line: bytes) -> bool:
+    """A line that is empty or only whitespace (skipped, never rejected)."""
+    return not line.strip()
+
+
+def routing_key(line: bytes) -> str | None:
+    """The student key of a raw line for partitioning, or None if it has none.
+
+    Uses the same payload rules as :func:`decode_line`, so a producer that keys
+    by this puts every event of a student on one partition.
+    """
+    ok, envelope = _loads(line)
+    if not ok or not isinstance(envelope, dict):
+        return None
+    payload, _ = _payload(envelope)
+    if payload is None or _blank(payload.get("studentID")):
+        return None
+    return student_key(payload["studentID"])
+
+
+class SeenIds:
+    """Accepted envelope ids of one student, bounded (oldest forgotten first).
+
+    Ids of rejected lines are never remembered; the first copy of an id wins.
+    """
+
+    __slots__ = ("_ids", "limit")
+
+    def __init__(self, ids: list[str] | None = None, limit: int = 20_000) -> None:
+        self.limit = limit
+        self._ids: OrderedDict[str, None] = OrderedDict.fromkeys(ids or ())
+
+    def seen(self, event_id: str) -> bool:
+        """True when ``event_id`` was accepted before."""
+        return event_id in self._ids
+
+    def add(self, event_id: str) -> None:
+        """Remember an accepted id, forgetting the oldest beyond the limit."""
+        self._ids[event_id] = None
+        while len(self._ids) > self.limit:
+            self._ids.popitem(last=False)
+
+    def to_list(self) -> list[str]:
+        """The ids, oldest first (for table storage)."""
+        return list(self._ids)
