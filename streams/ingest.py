@@ -17,6 +17,7 @@ from typing import Any
 
 import orjson
 
+from streams.timeutil import iso_utc
 from topology.schemas import NormalizedEvent, RejectReason, SourceRef
 
 _REQUIRED = (
@@ -72,14 +73,6 @@ def parse_timestamp(value: str) -> datetime | None:
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=UTC)
     return parsed
-
-
-def iso_utc(ts: float) -> str:
-    """Epoch seconds as ``YYYY-MM-DDTHH:MM:SSZ`` (fractions kept when present)."""
-    moment = datetime.fromtimestamp(ts, UTC)
-    if moment.microsecond:
-        return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _loads(data: bytes | str) -> tuple[bool, Any]:
@@ -163,7 +156,7 @@ def _build_event(
         envelope_id_int=id_int,
         student_key=student_id.lower(),
         student_id=student_id,
-        session_id=payload["sessionID"].strip(),
+        session_id=payload["sessionID"],
         event_type=payload["eventType"].strip(),
         ts=ts,
         timestamp=iso_utc(ts),
@@ -197,7 +190,7 @@ def decode_line(line: bytes, source: SourceRef | None = None) -> NormalizedEvent
     moment = parse_timestamp(payload["timestamp"])
     if moment is None:
         detail = f"timestamp {payload['timestamp'][:40]!r} is not an ISO-8601 date-time"
-        return Rejected(RejectReason.BAD_TIMESTAMP, detail, event_id, key, payload["sessionID"].strip())
+        return Rejected(RejectReason.BAD_TIMESTAMP, detail, event_id, key, payload["sessionID"])
     return _build_event(envelope, payload, moment.timestamp(), line, source)
 
 

@@ -1,0 +1,47 @@
+"""Engine thresholds as a plain frozen value (built from Settings by adapters)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class EngineConfig:
+    """The constants of the trigger and episode semantics (defaults = v2)."""
+
+    wheel_spin_zero_runs: int = 6
+    resilience_zero_runs: int = 4
+    explorer_edit_distance: int = 13
+    iterative_default_threshold: int = 6
+    iterative_thresholds: dict[str, int] = field(
+        default_factory=lambda: {"CastleCrasherPlus": 6, "CoralReefRescue": 5, "RoverRescue": 3}
+    )
+    inactive_after_s: float = 240.0
+    inactive_realert_s: float = 600.0
+    recency_s: float = 24 * 3600.0
+    pause_threshold_s: float = 300.0
+    short_pause_min_s: float = 5.0
+    pause_max_s: float = 86400.0
+    recent_distances: int = 10
+    max_metric_events: int = 400
+
+    def iterative_threshold(self, playground: str | None) -> int:
+        """The steady-edit count that fires iterative on ``playground``."""
+        if playground is None:
+            return self.iterative_default_threshold
+        return self.iterative_thresholds.get(playground, self.iterative_default_threshold)
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> EngineConfig:
+        """Build from a :class:`topology.settings.Settings` (duck-typed: stays pure)."""
+        return cls(
+            wheel_spin_zero_runs=settings.wheel_spin_zero_runs,
+            resilience_zero_runs=settings.resilience_zero_runs,
+            explorer_edit_distance=settings.explorer_edit_distance,
+            iterative_default_threshold=settings.iterative_default_threshold,
+            iterative_thresholds=dict(settings.iterative_thresholds),
+            inactive_after_s=settings.inactive_after_s,
+            inactive_realert_s=settings.inactive_realert_s,
+            recency_s=settings.trigger_student_recency_hours * 3600.0,
+        )

@@ -1,0 +1,219 @@
+"""The per-student analysis engine: a pure state machine.
+
+Fed one normalized event at a time (:meth:`StudentEngine.on_event`) and clock
+advances (:meth:`StudentEngine.advance`), it returns typed outputs: scored
+runs, trigger fires, episodes and pauses, and dead letters for runs whose
+workspace cannot be used.  It never reads the wall clock: time is the events'
+time or the ``now`` it is handed.  Deterministic: the same inputs give the
+same outputs (and the same ids) every time.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from streams import inactivity
+from streams.config import EngineConfig
+from streams.episodes import Episode, Pause, Segment, Segmenter
+from streams.ids import trigger_id
+from streams.programs import ProgramInfo, ProgramStore, Scorer, UnusableWorkspace, digest
+from streams.runs import Fire, StretchCounters, score_run
+from streams.state import SessionState, StudentState
+from streams.timeutil import iso_utc
+from topology.schemas import (
+    DeadLetter,
+    EpisodeClosed,
+    NormalizedEvent,
+    PauseDetected,
+    PauseType,
+    RejectReason,
+    RunScored,
+    TriggerEvidence,
+    TriggerFired,
+    TriggerType,
+)
+
+Output = RunScored | TriggerFired | EpisodeClosed | PauseDetected | DeadLetter
+
+_RUN = "runProject"
+
+
+class StudentEngine:
+    """Analysis of one student's merged stream, over a :class:`StudentState`."""
+
+    def __init__(
+        self, state: StudentState, config: EngineConfig, scorer: Scorer, programs: ProgramStore,
+    ) -> None:
+        self.state, self.config, self.scorer, self.programs = state, config, scorer, programs
+
+    # -- events -------------------------------------------------------------------
+    def on_event(self, event: NormalizedEvent) -> list[Output]:
+        """Apply one event of this student; return what it produced, in order."""
+        out: list[Output] = list(self._alerts(event.ts, inclusive=False, trailing=False))
+        session = self._session(event)
+        for segment in session.segmenter.feed(event.event_type, event.ts):
+            out.append(self._segment_record(event.session_id, session, segment))
+        if event.event_type == _RUN:
+            out.extend(self._run(event, session))
+        self._remember(event, session)
+        return out
+
+    def _session(self, event: NormalizedEvent) -> SessionState:
+        session = self.state.sessions.get(event.session_id)
+        if session is None:
+            session = SessionState(student_id=event.student_id, segmenter=Segmenter(self.config))
+            self.state.sessions[event.session_id] = session
+        return session
+
+    def _remember(self, event: NormalizedEvent, session: SessionState) -> None:
+        st = self.state
+        if st.last_ts is None or event.ts >= st.last_ts:
+            st.last_ts, st.last_session, st.last_event_id = event.ts, event.session_id, event.event_id
+            st.alerts_fired = 0
+        if event.error_message:
+            session.last_error = event.error_message
+        session.metric_events.append(_metric_event(event))
+        del session.metric_events[: -self.config.max_metric_events]
+
+    # -- runs ---------------------------------------------------------------------
+    def _run(self, event: NormalizedEvent, session: SessionState) -> list[Output]:
+        try:
+            xml, info = self._program(event)
+        except UnusableWorkspace as exc:
+            return [self._unscored(event, session, exc)]
+        playground = event.playground if event.playground is not None else session.run_playground
+        new_stretch = not session.has_prev_run or playground != session.run_playground
+        distance, comparable = self._distance(event, session, xml, new_stretch)
+        if new_stretch:
+            session.counters = StretchCounters()
+        fires = score_run(session.counters, distance, playground, self.config)
+        index = session.next_run
+        session.next_run, session.run_playground, session.has_prev_run = index + 1, playground, True
+        run = RunScored(
+            student_key=self.state.student_key, student_id=session.student_id,
+            session_id=event.session_id, run_index=index, event_id=event.event_id, ts=event.ts,
+            timestamp=event.timestamp, playground=playground, edit_distance=distance,
+            comparable=comparable, workspace_status="ok" if xml else "empty_workspace",
+            n_blocks=info.n_blocks, n_stacks=info.n_stacks, label_tree_size=info.label_tree_size,
+        )
+        return [run, *(self._fired(run, session, fire) for fire in fires)]
+
+    def _program(self, event: NormalizedEvent) -> tuple[str | None, ProgramInfo]:
+        if event.workspace_status not in ("ok", "empty_workspace"):
+            raise UnusableWorkspace(event.workspace_status, f"the run's project: {event.workspace_status}")
+        xml = event.workspace_xml if event.workspace_status == "ok" else None
+        return xml, self.scorer.inspect(xml)
+
+    def _distance(
+        self, event: NormalizedEvent, session: SessionState, xml: str | None, new_stretch: bool,
+    ) -> tuple[int | None, bool]:
+        new_digest = digest(xml)
+        same = session.prev_digest == new_digest
+        if not same:
+            previous = self.programs.get(event.session_id) if not new_stretch else None
+            self.programs.put(event.session_id, xml)
+            session.prev_digest = new_digest
+        if new_stretch:
+            return None, True
+        if same:
+            return 0, True
+        measured = self.scorer.distance(previous, xml)
+        return measured, measured is not None
+
+    def _unscored(self, event: NormalizedEvent, session: SessionState, exc: UnusableWorkspace) -> DeadLetter:
+        after = session.next_run - 1 if session.next_run else None
+        return DeadLetter(
+            reason=RejectReason(exc.reason), stage="analysis",
+            detail=f"run not scored (after run {after}): {exc.detail}",
+            original=event.model_dump_json(), source=event.source, event_id=event.event_id,
+            student_key=event.student_key, session_id=event.session_id, dead_lettered_at=time.time(),
+        )
+
+    def _fired(self, run: RunScored, session: SessionState, fire: Fire) -> TriggerFired:
+        return TriggerFired(
+            trigger_id=trigger_id(run.student_key, run.session_id, fire.type.value, run.run_index),
+            type=fire.type, student_key=run.student_key, student_id=run.student_id,
+            session_id=run.session_id, run_index=run.run_index, alert=None, ts=run.ts,
+            timestamp=run.timestamp, playground=run.playground, event_id=run.event_id,
+            detail=fire.detail,
+            evidence=TriggerEvidence(
+                recent_distances=list(session.counters.recent), edit_distance=run.edit_distance,
+                zero_streak=fire.zero_streak, iterative_count=fire.iter_count, threshold=fire.threshold,
+            ),
+        )
+
+    # -- clock --------------------------------------------------------------------
+    def advance(self, now: float, *, inclusive: bool = True, final: bool = False) -> list[Output]:
+        """Move this student's clock to ``now``.
+
+        Fires due inactive alerts (``<= now`` when ``inclusive``), closes
+        episodes that no later event can join (all of them when ``final``).
+        """
+        out: list[Output] = list(self._alerts(now, inclusive=inclusive, trailing=True))
+        for session_id, session in self.state.sessions.items():
+            if final or session.segmenter.idle_closes(now):
+                for segment in session.segmenter.close():
+                    out.append(self._segment_record(session_id, session, segment))
+        return out
+
+    def expired(self, now: float) -> bool:
+        """The student's last event is older than the recency window: drop the state."""
+        return self.state.last_ts is not None and now - self.state.last_ts > self.config.recency_s
+
+    def _alerts(self, now: float, *, inclusive: bool, trailing: bool) -> list[TriggerFired]:
+        st = self.state
+        if st.last_ts is None or st.last_session is None:
+            return []
+        due = inactivity.due_alerts(st.last_ts, st.alerts_fired, now, inclusive, self.config)
+        fired = [self._inactive(k, st.last_ts, trailing) for k in due]
+        st.alerts_fired += len(fired)
+        return fired
+
+    def _inactive(self, k: int, idle_since: float, trailing: bool) -> TriggerFired:
+        st = self.state
+        assert st.last_session is not None
+        session = st.sessions[st.last_session]
+        at = inactivity.fire_time(idle_since, k, self.config)
+        return TriggerFired(
+            trigger_id=trigger_id(st.student_key, st.last_session, TriggerType.INACTIVE.value,
+                                  idle_since_ts=idle_since, alert=k),
+            type=TriggerType.INACTIVE, student_key=st.student_key, student_id=session.student_id,
+            session_id=st.last_session, run_index=None, alert=k, ts=at, timestamp=iso_utc(at),
+            playground=session.run_playground, event_id=st.last_event_id,
+            detail=f"idle {int((at - idle_since) // 60)}m", trailing=trailing,
+            evidence=TriggerEvidence(
+                recent_distances=list(session.counters.recent), idle_since_ts=idle_since,
+                idle_s=at - idle_since, threshold=self.config.inactive_after_s,
+            ),
+        )
+
+    # -- episodes -----------------------------------------------------------------
+    def _segment_record(self, session_id: str, session: SessionState, seg: Segment) -> Output:
+        key = self.state.student_key
+        if isinstance(seg, Episode):
+            return EpisodeClosed(
+                student_key=key, session_id=session_id, type=seg.type, start_idx=seg.start_idx,
+                end_idx=seg.end_idx, start_ts=seg.start_ts, end_ts=seg.end_ts,
+                event_count=seg.event_count, soft_count=seg.soft_count,
+            )
+        assert isinstance(seg, Pause)
+        if seg.type is PauseType.POST_RUN_PAUSE:
+            session.post_run_pauses += 1
+        else:
+            session.inactive_pauses += 1
+        return PauseDetected(
+            student_key=key, session_id=session_id, type=seg.type, after_idx=seg.after_idx,
+            start_ts=seg.start_ts, end_ts=seg.end_ts, duration=seg.duration,
+        )
+
+
+def _metric_event(event: NormalizedEvent) -> list[Any]:
+    """The compact record the session metrics are computed from."""
+    moved = 0
+    if event.event_type == "blockMoved" and event.block_event:
+        new, old = event.block_event.get("newInfo"), event.block_event.get("oldInfo")
+        new_parent = isinstance(new, dict) and "parent" in new
+        old_parent = isinstance(old, dict) and "parent" in old
+        moved = 1 if new_parent else (2 if old_parent else 0)
+    return [event.ts, event.event_type, event.playground, event.playground_params, moved, event.error_message]

@@ -1,0 +1,95 @@
+"""Per-student analysis state and its compact JSON form (the table value).
+
+Small by design: counters, clocks, the open episode, a bounded list of compact
+metric events per session and the digest (not the text) of the previous run's
+program.  Program text lives in the separate programs store, written only when
+a run's program changes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from streams.config import EngineConfig
+from streams.episodes import Segmenter
+from streams.runs import StretchCounters
+
+STATE_VERSION = 1
+
+
+@dataclass(slots=True)
+class SessionState:
+    """Everything the engine keeps about one (student, session) stream."""
+
+    student_id: str
+    segmenter: Segmenter
+    next_run: int = 0
+    run_playground: str | None = None
+    has_prev_run: bool = False
+    prev_digest: str | None = None
+    counters: StretchCounters = field(default_factory=StretchCounters)
+    post_run_pauses: int = 0
+    inactive_pauses: int = 0
+    last_error: str | None = None
+    metric_events: list[list[Any]] = field(default_factory=list)
+    latest_project_digest: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "sid": self.student_id, "seg": self.segmenter.to_json(), "nr": self.next_run,
+            "pg": self.run_playground, "hp": self.has_prev_run, "pd": self.prev_digest,
+            "c": self.counters.to_json(), "prp": self.post_run_pauses, "ip": self.inactive_pauses,
+            "err": self.last_error, "me": self.metric_events, "lpd": self.latest_project_digest,
+        }
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any], config: EngineConfig) -> SessionState:
+        return cls(
+            student_id=raw["sid"], segmenter=Segmenter.from_json(raw["seg"], config),
+            next_run=raw["nr"], run_playground=raw["pg"], has_prev_run=raw["hp"],
+            prev_digest=raw["pd"], counters=StretchCounters.from_json(raw["c"]),
+            post_run_pauses=raw["prp"], inactive_pauses=raw["ip"], last_error=raw["err"],
+            metric_events=raw["me"], latest_project_digest=raw["lpd"],
+        )
+
+
+@dataclass(slots=True)
+class StudentState:
+    """Everything the engine keeps about one student (all sessions)."""
+
+    student_key: str
+    partition: int = -1
+    last_offset: int = -1
+    """Offset (on the events topic) of the last applied event: re-deliveries are skipped."""
+    last_ts: float | None = None
+    last_session: str | None = None
+    last_event_id: str | None = None
+    alerts_fired: int = 0
+    """Inactive alerts already fired in the current idle spell."""
+    sessions: dict[str, SessionState] = field(default_factory=dict)
+    policy: dict[str, Any] = field(default_factory=dict)
+    """Nudge-policy state (owned by the policy; opaque here)."""
+
+    def to_bytes(self) -> bytes:
+        """The table value."""
+        return orjson.dumps({
+            "v": STATE_VERSION, "k": self.student_key, "p": self.partition, "o": self.last_offset,
+            "t": self.last_ts, "ls": self.last_session, "le": self.last_event_id,
+            "a": self.alerts_fired, "s": {sid: s.to_json() for sid, s in self.sessions.items()},
+            "pol": self.policy,
+        })
+
+    @classmethod
+    def from_bytes(cls, data: bytes, config: EngineConfig) -> StudentState:
+        raw = orjson.loads(data)
+        if raw.get("v") != STATE_VERSION:
+            raise ValueError(f"student state version {raw.get('v')!r} is not {STATE_VERSION}")
+        return cls(
+            student_key=raw["k"], partition=raw["p"], last_offset=raw["o"], last_ts=raw["t"],
+            last_session=raw["ls"], last_event_id=raw["le"], alerts_fired=raw["a"],
+            sessions={sid: SessionState.from_json(s, config) for sid, s in raw["s"].items()},
+            policy=raw["pol"],
+        )
