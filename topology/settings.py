@@ -126,6 +126,8 @@ class Settings(BaseSettings):
     """NUDGE_COOLDOWN_S: minimum event-time gap between two proactive nudges to a student."""
     inactive_realert_nudge_cap: int = Field(1, ge=0)
     """INACTIVE_REALERT_NUDGE_CAP: re-alert nudges allowed per idle spell."""
+    nudge_max_age_s: float = Field(900.0, gt=0)
+    """NUDGE_MAX_AGE_S: a trigger older than this (against the clock) is stale, never sent."""
 
     # --- Gateway -----------------------------------------------------------------
     gateway_host: str = "127.0.0.1"
