@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -150,6 +150,21 @@ class Settings(BaseSettings):
     """KAFKA_PORT: the local broker's client port (controller = port + 1)."""
     postgres_port: int = 55432
     """POSTGRES_PORT: the local PostgreSQL cluster's port."""
+    keep_stack: bool = False
+    """KEEP_STACK: leave a stack that the tests (or scripts/test.sh) started running."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _follow_local_ports(cls, data: object) -> object:
+        """Moving KAFKA_PORT / POSTGRES_PORT moves the default client addresses along."""
+        if isinstance(data, dict):
+            if "kafka_port" in data and "kafka_bootstrap_servers" not in data:
+                data["kafka_bootstrap_servers"] = f"127.0.0.1:{int(data['kafka_port'])}"
+            if "postgres_port" in data and "database_url" not in data:
+                data["database_url"] = (
+                    f"postgresql://vexnudge@127.0.0.1:{int(data['postgres_port'])}/vexnudge"
+                )
+        return data
 
     _csv = field_validator("trigger_disabled", mode="before")(_split_csv)
     _map = field_validator("iterative_thresholds", mode="before")(_split_mapping)

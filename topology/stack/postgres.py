@@ -1,0 +1,263 @@
+"""The local PostgreSQL cluster: a throwaway ``initdb`` cluster in the stack folder.
+
+It listens on ``127.0.0.1:settings.postgres_port`` only, keeps its Unix socket in
+the stack folder (no system service, nothing in ``/var/run``), trusts loopback
+connections (a development cluster), and trades durability for speed
+(``fsync=off``: a machine crash may lose it; ``stack up --fresh`` rebuilds it).
+
+initdb refuses to run as root, so as root the server runs as the ``postgres``
+user (or a ``vexnudge`` system user created for it) and owns its folders.
+When no server binaries are found they are installed with apt-get as root.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import pwd
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+from topology.settings import Settings
+from topology.stack.errors import NotReady, StackError, ToolMissing
+from topology.stack.paths import StackPaths
+from topology.stack.procs import ProcessRecord, cmdline, start_ticks, tail
+from topology.stack.report import Reporter
+
+HOST = "127.0.0.1"
+SUPERUSER = "postgres"
+READY_TIMEOUT_S = 60
+_SOCKET_PATH_MAX = 100  # sun_path is 108 bytes with the ".s.PGSQL.<port>" name
+_SERVER_CONF = """
+# --- vexnudge local stack (appended by topology/stack/postgres.py) ---
+listen_addresses = '127.0.0.1'
+fsync = off
+synchronous_commit = off
+full_page_writes = off
+cluster_name = 'vexnudge'
+log_line_prefix = '%m [%p] %q%u@%d '
+"""
+
+
+def find_pg_bin(search: tuple[str, ...] = ("/usr/lib/postgresql",)) -> Path | None:
+    """The folder holding ``initdb``, ``pg_ctl`` and ``postgres``, newest version first."""
+    on_path = shutil.which("pg_ctl")
+    if on_path:
+        folder = Path(on_path).resolve().parent
+        if all((folder / tool).exists() for tool in ("initdb", "postgres")):
+            return folder
+    candidates: list[tuple[int, Path]] = []
+    for base in search:
+        for folder in Path(base).glob("*/bin"):
+            if all((folder / t).exists() for t in ("initdb", "pg_ctl", "postgres")):
+                version = re.match(r"\d+", folder.parent.name)
+                candidates.append((int(version.group()) if version else 0, folder))
+    return max(candidates)[1] if candidates else None
+
+
+def database_target(database_url: str) -> tuple[str, int, str, str]:
+    """``(host, port, user, dbname)`` of a ``postgresql://`` URL."""
+    parts = urlsplit(database_url)
+    return (parts.hostname or HOST, parts.port or 5432, unquote(parts.username or SUPERUSER),
+            unquote(parts.path.lstrip("/")) or unquote(parts.username or SUPERUSER))
+
+
+class PostgresService:
+    """The PostgreSQL cluster of the stack in ``settings.stack_dir``."""
+
+    name = "postgres"
+    stop_signal = signal.SIGINT  # PostgreSQL's "fast" shutdown; SIGTERM would wait for clients
+    stop_timeout_s = 30.0
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.paths = StackPaths(settings.stack_dir.resolve())
+        self.port = settings.postgres_port
+        self.ports = (settings.postgres_port,)
+        self.marker = str(self.paths.pg_data)
+
+    # --- Service -----------------------------------------------------------------
+    def healthy(self) -> bool:
+        return asyncio.run(self._answers(timeout_s=3.0))
+
+    def logs(self) -> tuple[str, ...]:
+        return (str(self.paths.pg_log),)
+
+    def incompatible(self, pid: int) -> str | None:
+        return None  # any cluster of ours with the same role and migrations will do
+
+    def wipe(self) -> None:
+        shutil.rmtree(self.paths.pg_data, ignore_errors=True)
+
+    def after_stop(self, record: ProcessRecord, outcome: str) -> None:
+        if outcome == "killed":
+            (self.paths.pg_data / "postmaster.pid").unlink(missing_ok=True)
+
+    def start(self, reporter: Reporter) -> ProcessRecord:
+        bindir = self._binaries(reporter)
+        user = self._server_user()
+        self._prepare_dirs(user)
+        if not (self.paths.pg_data / "PG_VERSION").is_file():
+            self._initdb(bindir, user, reporter)
+        self._clear_stale_pidfile()
+        self._pg_ctl_start(bindir, user, reporter)
+        pid = int((self.paths.pg_data / "postmaster.pid").read_text().split()[0])
+        record = ProcessRecord(
+            service=self.name, pid=pid, start_ticks=start_ticks(pid) or 0, port=self.port,
+            marker=self.marker, stack_dir=str(self.paths.root),
+            version=(self.paths.pg_data / "PG_VERSION").read_text().strip(), logs=self.logs(),
+        )
+        record.save(self.paths.record(self.name))
+        if not asyncio.run(self._answers(timeout_s=10.0)):
+            raise NotReady(f"PostgreSQL started but does not answer on {HOST}:{self.port}.\n"
+                           f"{tail(self.paths.pg_log, 30)}")
+        return record
+
+    async def ensure_database(self) -> tuple[str, str]:
+        """Create the role and database that ``settings.database_url`` names (idempotent)."""
+        import asyncpg
+
+        _, _, user, dbname = database_target(self.settings.database_url.get_secret_value())
+        conn = await asyncpg.connect(host=HOST, port=self.port, user=SUPERUSER, database="postgres",
+                                     timeout=10)
+        try:
+            if not await conn.fetchval("select 1 from pg_roles where rolname = $1", user):
+                await conn.execute(f"create role {_ident(user)} login createdb")
+            if not await conn.fetchval("select 1 from pg_database where datname = $1", dbname):
+                await conn.execute(f"create database {_ident(dbname)} owner {_ident(user)}")
+        finally:
+            await conn.close()
+        return user, dbname
+
+    # --- steps -------------------------------------------------------------------
+    async def _answers(self, timeout_s: float) -> bool:
+        import asyncpg
+
+        try:
+            conn = await asyncpg.connect(host=HOST, port=self.port, user=SUPERUSER,
+                                         database="postgres", timeout=timeout_s)
+        except (OSError, asyncio.TimeoutError, asyncpg.PostgresError):
+            return False
+        try:
+            return await conn.fetchval("select 1", timeout=timeout_s) == 1
+        finally:
+            await conn.close()
+
+    def _binaries(self, reporter: Reporter) -> Path:
+        found = find_pg_bin()
+        if found:
+            return found
+        if os.geteuid() != 0:
+            raise ToolMissing(
+                "PostgreSQL server binaries (initdb, pg_ctl, postgres) were not found on PATH or "
+                "under /usr/lib/postgresql/*/bin. Install them, e.g. `sudo apt-get install postgresql` "
+                "(Debian/Ubuntu), then run `vexnudge stack up` again.")
+        reporter.say("postgres: server binaries not found, installing Debian's postgresql with apt-get")
+        for argv in (["apt-get", "update", "-q"],
+                     ["env", "DEBIAN_FRONTEND=noninteractive", "apt-get", "install", "-y", "-q",
+                      "--no-install-recommends", "postgresql"]):
+            out = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                                 check=False, timeout=900)
+            if out.returncode != 0:
+                text = "\n".join((out.stdout + out.stderr).splitlines()[-15:])
+                raise ToolMissing(f"`{' '.join(argv)}` failed (exit code {out.returncode}); install "
+                                  f"PostgreSQL's server package (postgresql) by hand.\n{text}")
+        found = find_pg_bin()
+        if not found:
+            raise ToolMissing("apt-get installed postgresql but no initdb/pg_ctl was found afterwards")
+        return found
+
+    def _server_user(self) -> tuple[int, int] | None:
+        """``(uid, gid)`` to run the server as, or ``None`` to run as ourselves (not root)."""
+        if os.geteuid() != 0:
+            return None
+        for name in ("postgres", "vexnudge"):
+            try:
+                entry = pwd.getpwnam(name)
+                return entry.pw_uid, entry.pw_gid
+            except KeyError:
+                continue
+        out = subprocess.run(["useradd", "--system", "--user-group", "--no-create-home",
+                              "--shell", "/usr/sbin/nologin", "vexnudge"],
+                             capture_output=True, text=True, check=False)
+        if out.returncode != 0:
+            raise StackError(f"initdb refuses to run as root and creating a `vexnudge` system user "
+                             f"failed: {out.stderr.strip()}")
+        entry = pwd.getpwnam("vexnudge")
+        return entry.pw_uid, entry.pw_gid
+
+    def _prepare_dirs(self, user: tuple[int, int] | None) -> None:
+        p = self.paths
+        for folder in (p.pg_dir, p.pg_data, p.pg_socket_dir, p.pg_logs):
+            folder.mkdir(parents=True, exist_ok=True)
+        p.pg_data.chmod(0o700)
+        if user is None:
+            return
+        for folder in (p.pg_data, p.pg_socket_dir, p.pg_logs):
+            os.chown(folder, *user)
+        probe = subprocess.run(["test", "-w", str(p.pg_data)], user=user[0], group=user[1],
+                               extra_groups=[], check=False)
+        if probe.returncode != 0:
+            name = pwd.getpwuid(user[0]).pw_name
+            raise StackError(
+                f"PostgreSQL must run as the unprivileged user `{name}` (initdb refuses root), and "
+                f"that user cannot reach {p.pg_data}: a parent folder is not searchable by others. "
+                f"Point STACK_DIR at a folder it can reach (e.g. STACK_DIR=/var/tmp/vexnudge-stack) "
+                f"or `chmod o+x` the parent folders.")
+
+    def _run_as(self, user: tuple[int, int] | None, argv: list[str],
+                timeout_s: float) -> subprocess.CompletedProcess[str]:
+        kwargs: dict[str, object] = {}
+        if user is not None:
+            kwargs.update(user=user[0], group=user[1], extra_groups=[])
+        return subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL,  # type: ignore[call-overload, no-any-return]
+                              cwd=self.paths.pg_dir, timeout=timeout_s, check=False,
+                              start_new_session=True, **kwargs)
+
+    def _initdb(self, bindir: Path, user: tuple[int, int] | None, reporter: Reporter) -> None:
+        ticker = reporter.ticker("postgres: creating the cluster (initdb)")
+        out = self._run_as(user, [str(bindir / "initdb"), "-D", str(self.paths.pg_data),
+                                  "-U", SUPERUSER, "--auth=trust", "--encoding=UTF8",
+                                  "--locale=C", "--no-sync"], 300)
+        if out.returncode != 0:
+            shutil.rmtree(self.paths.pg_data, ignore_errors=True)
+            raise StackError(f"initdb failed (exit code {out.returncode}):\n{out.stdout}{out.stderr}")
+        with open(self.paths.pg_data / "postgresql.conf", "a") as conf:
+            conf.write(_SERVER_CONF)
+        ticker.done("done")
+
+    def _socket_dir(self) -> str:
+        path = str(self.paths.pg_socket_dir)
+        return path if len(path) + len(f"/.s.PGSQL.{self.port}") < _SOCKET_PATH_MAX else ""
+
+    def _clear_stale_pidfile(self) -> None:
+        """A pid file left by a killed server whose pid now belongs to someone else."""
+        pidfile = self.paths.pg_data / "postmaster.pid"
+        try:
+            pid = int(pidfile.read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            return
+        if self.marker not in cmdline(pid):
+            pidfile.unlink(missing_ok=True)
+
+    def _pg_ctl_start(self, bindir: Path, user: tuple[int, int] | None, reporter: Reporter) -> None:
+        ticker = reporter.ticker(f"postgres: starting on {HOST}:{self.port}")
+        options = f"-p {self.port} -k {shlex.quote(self._socket_dir())}"
+        out = self._run_as(user, [str(bindir / "pg_ctl"), "-D", str(self.paths.pg_data), "-l",
+                                  str(self.paths.pg_log), "-o", options, "-w", "-t",
+                                  str(READY_TIMEOUT_S), "start"], READY_TIMEOUT_S + 30)
+        if out.returncode != 0:
+            raise NotReady(f"pg_ctl could not start PostgreSQL (exit code {out.returncode}).\n"
+                           f"{out.stdout}{out.stderr}\n--- last lines of {self.paths.pg_log}:\n"
+                           f"{tail(self.paths.pg_log, 30)}")
+        ticker.done("ready")
+
+
+def _ident(name: str) -> str:
+    """A quoted SQL identifier."""
+    return '"' + name.replace('"', '""') + '"'
