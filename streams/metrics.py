@@ -106,6 +106,29 @@ class MetricEvent:
             error_message=error_message or None,
         )
 
+    def to_json(self) -> list[Any]:
+        """Compact JSON form: ``[ts, type, playground, params, moved, error]``.
+
+        ``moved`` is 1 for a snap, 2 for an unsnap, 0 otherwise.
+        """
+        moved = 1 if self.snap else (2 if self.unsnap else 0)
+        params = dict(self.params) if self.params is not None else None
+        return [self.ts, self.event_type, self.playground, params, moved, self.error_message]
+
+    @classmethod
+    def from_json(cls, raw: Sequence[Any]) -> MetricEvent:
+        """Inverse of :meth:`to_json` (the playground is canonicalized again)."""
+        ts, event_type, playground, params, moved, error = raw
+        return cls(
+            ts=float(ts),
+            event_type=event_type,
+            playground=canonical_playground(playground),
+            params=dict(params) if isinstance(params, Mapping) else None,
+            snap=moved == 1,
+            unsnap=moved == 2,
+            error_message=error or None,
+        )
+
 
 def _has_parent(info: object) -> bool:
     return isinstance(info, Mapping) and info.get("parent") not in (None, "")
@@ -200,7 +223,7 @@ def persistence(
 
 
 @dataclass(frozen=True, slots=True)
-class _Shape:
+class PatternInputs:
     """Inputs of the pattern rules, derived once from the segment."""
 
     vals: tuple[float, ...]
@@ -229,10 +252,13 @@ def _quick_test(segment: Sequence[MetricEvent]) -> bool:
     return bool(edits) and 0.0 <= last_run.ts - edits[-1] <= QUICK_TEST_WINDOW_S
 
 
-def _shape(segment: Sequence[MetricEvent], series: Sequence[tuple[float, float]]) -> _Shape:
+def pattern_inputs(
+    segment: Sequence[MetricEvent], series: Sequence[tuple[float, float]]
+) -> PatternInputs:
+    """Derive the pattern-rule inputs from a segment and its progress series."""
     vals = _dedupe([v for _, v in series])
     steps = [round(b - a, 2) for a, b in zip(vals, vals[1:], strict=False)]
-    return _Shape(
+    return PatternInputs(
         vals=vals,
         deltas=tuple(d for d in steps if abs(d) >= DIRECTION_STEP),
         runs=sum(1 for e in segment if e.event_type == RUN_START),
@@ -257,7 +283,7 @@ def _abandoned(vals: Sequence[float]) -> bool:
     return all(b - a <= 0 for a, b in zip(after, after[1:], strict=False))
 
 
-def _eliminating(shape: _Shape, trend: Direction) -> bool:
+def _eliminating(shape: PatternInputs, trend: Direction) -> bool:
     vals = shape.vals
     return (
         bool(shape.deltas)
@@ -267,7 +293,7 @@ def _eliminating(shape: _Shape, trend: Direction) -> bool:
     )
 
 
-def _pattern(shape: _Shape, level: ActionLevel, trend: Direction, pauses: int) -> Cognition:
+def _pattern(shape: PatternInputs, level: ActionLevel, trend: Direction, pauses: int) -> Cognition:
     """The rules that look at how progress moved and how the student edited."""
     busy = level is not ActionLevel.LOW
     if (
@@ -294,7 +320,7 @@ def cognition(
     trend: Direction,
     time_s: float,
     level: ActionLevel,
-    shape: _Shape,
+    shape: PatternInputs,
     post_run_pauses: int,
 ) -> Cognition:
     """First matching work-pattern rule."""
@@ -334,7 +360,7 @@ def _progress_fields(
         "persistence": persistence(progress, trend, time_s, level),
         "cognition": cognition(
             progress=progress, trend=trend, time_s=time_s, level=level,
-            shape=_shape(segment, series), post_run_pauses=post_run_pauses,
+            shape=pattern_inputs(segment, series), post_run_pauses=post_run_pauses,
         ),
         "milestones_done": done,
         "milestones_todo": todo,
