@@ -255,3 +255,37 @@ def migrate(settings: Settings, reporter: Reporter) -> str:
     report = asyncio.run(migrate_url(settings.database_url.get_secret_value()))
     reporter.say(f"migrations: {report.summary()}")
     return report.summary()
+
+
+async def wait_answering(settings: Settings, timeout_s: float = 30.0) -> None:
+    """Wait until a real Kafka client sees a broker at KAFKA_BOOTSTRAP_SERVERS and
+    DATABASE_URL answers ``select 1``.
+
+    :raises NotReady: when either does not within ``timeout_s``.
+    """
+    import asyncpg
+
+    from topology.stack.kafka import broker_answers
+
+    async def database_answers() -> bool:
+        try:
+            conn = await asyncpg.connect(settings.database_url.get_secret_value(), timeout=3.0)
+        except (OSError, asyncio.TimeoutError, asyncpg.PostgresError):
+            return False
+        try:
+            return await conn.fetchval("select 1") == 1
+        finally:
+            await conn.close()
+
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    kafka_ok = db_ok = False
+    while loop.time() < deadline:
+        kafka_ok = kafka_ok or await broker_answers(settings.kafka_bootstrap_servers)
+        db_ok = db_ok or await database_answers()
+        if kafka_ok and db_ok:
+            return
+        await asyncio.sleep(0.5)
+    missing = [name for name, ok in (("Kafka at " + settings.kafka_bootstrap_servers, kafka_ok),
+                                     ("PostgreSQL (DATABASE_URL)", db_ok)) if not ok]
+    raise NotReady(f"no answer from {' and '.join(missing)} within {timeout_s:.0f} s")
