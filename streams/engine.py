@@ -157,6 +157,30 @@ class StudentEngine:
                     out.append(self._segment_record(session_id, session, segment))
         return out
 
+    def next_due(self, live: bool) -> float | None:
+        """The earliest time a clock advance could change something, or None."""
+        st, c = self.state, self.config
+        if st.last_ts is None:
+            return None
+        due = [st.last_ts + c.recency_s]
+        alert = inactivity.fire_time(st.last_ts, st.alerts_fired, c)
+        if alert - st.last_ts <= c.recency_s:
+            due.append(alert)
+        if live:
+            due += [s.segmenter.last_ts + c.pause_threshold_s for s in st.sessions.values()
+                    if s.segmenter.open is not None and s.segmenter.last_ts is not None]
+        return min(due)
+
+    def drop_stale_sessions(self, now: float) -> list[str]:
+        """Forget sessions idle longer than the recency window (not the latest one)."""
+        stale = [sid for sid, s in self.state.sessions.items()
+                 if sid != self.state.last_session and s.segmenter.last_ts is not None
+                 and now - s.segmenter.last_ts > self.config.recency_s]
+        for sid in stale:
+            del self.state.sessions[sid]
+            self.programs.put(sid, None)
+        return stale
+
     def expired(self, now: float) -> bool:
         """The student's last event is older than the recency window: drop the state."""
         return self.state.last_ts is not None and now - self.state.last_ts > self.config.recency_s

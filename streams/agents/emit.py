@@ -1,0 +1,78 @@
+"""Publishing typed records to their topics, and dead-lettering failures."""
+
+from __future__ import annotations
+
+import base64
+import logging
+import time
+import traceback
+
+from topology import topics as T
+from topology.app import Pipeline
+from topology.schemas import (
+    DeadLetter,
+    EpisodeClosed,
+    NormalizedEvent,
+    PauseDetected,
+    RejectReason,
+    RunScored,
+    SourceRef,
+    TriggerFired,
+)
+from topology.schemas.base import Record, encode
+
+log = logging.getLogger("vexnudge.agents")
+
+_ROUTES: tuple[tuple[type[Record], T.TopicSpec], ...] = (
+    (NormalizedEvent, T.EVENTS),
+    (RunScored, T.RUNS),
+    (TriggerFired, T.TRIGGERS),
+    (EpisodeClosed, T.EPISODES),
+    (PauseDetected, T.EPISODES),
+    (DeadLetter, T.DEADLETTER),
+)
+
+
+def route(record: Record) -> T.TopicSpec:
+    """The topic a record is published on."""
+    for kind, spec in _ROUTES:
+        if isinstance(record, kind):
+            return spec
+    raise TypeError(f"no topic for {type(record).__name__}")
+
+
+async def publish(p: Pipeline, record: Record, key: str | None, spec: T.TopicSpec | None = None,
+                  partition: int | None = None) -> None:
+    """Send one record (enqueued on the producer; flushed before offsets commit)."""
+    spec = spec or route(record)
+    await p.topic(spec).send(
+        key=key.encode() if key is not None else None, value=encode(record), partition=partition)
+    p.metrics.records_out.labels(spec.name).inc()
+    if isinstance(record, TriggerFired):
+        p.metrics.triggers.labels(record.type.value).inc()
+
+
+def original_text(data: bytes | None) -> tuple[str, str]:
+    """Bytes as (text, encoding): UTF-8 when they decode, else base64."""
+    raw = data or b""
+    try:
+        return raw.decode("utf-8"), "utf-8"
+    except UnicodeDecodeError:
+        return base64.b64encode(raw).decode("ascii"), "base64"
+
+
+async def dead_letter_failure(
+    p: Pipeline, stage: str, data: bytes | None, source: SourceRef, exc: BaseException,
+    key: str | None = None,
+) -> None:
+    """Record a record that made a stage fail; the worker goes on."""
+    log.error("%s failed on %s[%d]@%d: %s", stage, source.topic, source.partition, source.offset, exc)
+    p.metrics.processing_errors.labels(stage).inc()
+    text, encoding = original_text(data)
+    record = DeadLetter(
+        reason=RejectReason.PROCESSING_ERROR, stage=stage,  # type: ignore[arg-type]
+        detail=f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=3)}",
+        original=text, original_encoding=encoding,  # type: ignore[arg-type]
+        source=source, student_key=key, dead_lettered_at=time.time(),
+    )
+    await publish(p, record, key)

@@ -1,0 +1,84 @@
+"""The ingest agent: raw telemetry → ``vex.events`` or ``vex.deadletter``.
+
+Keyed by student on both sides, so a student's events stay in order.  The
+per-student memory of accepted envelope ids (the ``ingest-seen`` table)
+catches duplicates; every rejected line is dead-lettered with its reason, its
+original bytes and where it came from.  A failure on one record dead-letters
+it and the agent goes on.
+"""
+
+from __future__ import annotations
+
+import time
+
+import orjson
+
+from streams.agents.emit import dead_letter_failure, original_text, publish
+from streams.ingest import Rejected, SeenIds, decode_line, is_blank
+from topology import topics as T
+from topology.app import Pipeline
+from topology.schemas import DeadLetter, NormalizedEvent, RejectReason, SourceRef
+
+LINE_HEADER = "vex-line"
+
+
+def source_of(message: object) -> SourceRef:
+    """Topic, partition, offset (and file line from the producer's header)."""
+    headers = dict(getattr(message, "headers", None) or ())
+    line = headers.get(LINE_HEADER)
+    return SourceRef(
+        topic=message.topic, partition=message.partition, offset=message.offset,  # type: ignore[attr-defined]
+        line=int(line) if line else None,
+    )
+
+
+def register(p: Pipeline) -> None:
+    seen_table = p.tables["ingest-seen"]
+    window = p.settings.ingest_dedupe_window
+
+    async def handle(value: bytes, source: SourceRef) -> None:
+        if is_blank(value):
+            p.metrics.ingest_blank.inc()
+            return
+        out = decode_line(value, source)
+        if isinstance(out, NormalizedEvent) and not out.event_id.startswith("h:"):
+            raw = seen_table.get(out.student_key)
+            seen = SeenIds(orjson.loads(raw) if raw else None, limit=window)
+            if seen.seen(out.event_id):
+                out = Rejected(RejectReason.DUPLICATE_ID,
+                               f"envelope id {out.event_id} was already accepted for this student",
+                               out.event_id, out.student_key, out.session_id)
+            else:
+                seen.add(out.event_id)
+                await publish(p, out, out.student_key)
+                seen_table[out.student_key] = orjson.dumps(seen.to_list())
+                p.metrics.ingest_accepted.inc()
+                return
+        elif isinstance(out, NormalizedEvent):
+            await publish(p, out, out.student_key)
+            p.metrics.ingest_accepted.inc()
+            return
+        await _reject(p, out, value, source)
+
+    @p.app.agent(p.topic(T.RAW), name="ingest")
+    async def ingest(stream):  # type: ignore[no-untyped-def]
+        async for event in stream.events():
+            message = event.message
+            p.metrics.records_in.labels(T.RAW.name).inc()
+            source = source_of(message)
+            try:
+                await handle(message.value or b"", source)
+            except Exception as exc:  # noqa: BLE001 - the stage edge: dead-letter and go on
+                await dead_letter_failure(p, "ingest", message.value, source, exc)
+
+
+async def _reject(p: Pipeline, rejected: Rejected, value: bytes, source: SourceRef) -> None:
+    text, encoding = original_text(value)
+    record = DeadLetter(
+        reason=rejected.reason, detail=rejected.detail, stage="ingest", original=text,
+        original_encoding=encoding,  # type: ignore[arg-type]
+        source=source, event_id=rejected.event_id, student_key=rejected.student_key,
+        session_id=rejected.session_id, dead_lettered_at=time.time(),
+    )
+    p.metrics.ingest_rejected.labels(rejected.reason.value).inc()
+    await publish(p, record, rejected.student_key)

@@ -1,0 +1,91 @@
+"""The Faust app: settings → app, topics, tables and the agents wired to them.
+
+One place builds everything (:func:`build_pipeline`), so the worker command,
+the tests and the tools get the same topology.  Every keyed topic and table
+has ``TOPIC_PARTITIONS`` partitions; values are raw bytes whose schemas live
+in :mod:`topology.schemas`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import faust
+
+from streams.config import EngineConfig
+from streams.scoring import TreeEditScorer
+from topology import topics as T
+from topology.metrics import WorkerMetrics
+from topology.settings import Settings
+
+
+@dataclass
+class Pipeline:
+    """The app and everything the agents share (no module-level state)."""
+
+    settings: Settings
+    app: faust.App
+    topics: dict[str, faust.TopicT]
+    tables: dict[str, faust.types.TableT]
+    metrics: WorkerMetrics
+    config: EngineConfig
+    scorer: TreeEditScorer
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    def topic(self, spec: T.TopicSpec) -> faust.TopicT:
+        """The Faust topic of a contract topic."""
+        return self.topics[spec.name]
+
+
+def _faust_app(settings: Settings) -> faust.App:
+    return faust.App(
+        settings.app_id,
+        broker=[f"kafka://{h.strip()}" for h in settings.kafka_bootstrap_servers.split(",")],
+        store=settings.worker_store,
+        datadir=str(settings.worker_datadir),
+        topic_partitions=settings.topic_partitions,
+        topic_replication_factor=settings.topic_replication_factor,
+        topic_disable_leader=True,
+        table_standby_replicas=0,
+        processing_guarantee="at_least_once",
+        broker_commit_interval=settings.broker_commit_interval_s,
+        consumer_auto_offset_reset="earliest",
+        stream_recovery_delay=0.0,
+        stream_wait_empty=False,
+        broker_max_poll_records=500,
+        producer_linger_ms=5,
+        producer_max_batch_size=262144,
+        consumer_metadata_max_age_ms=5000,
+        producer_metadata_max_age_ms=5000,
+        web_port=settings.worker_web_port or 6066,
+        web_bind="127.0.0.1",
+        web_enabled=settings.worker_web_port > 0,
+        key_serializer="raw",
+        value_serializer="raw",
+    )
+
+
+def build_pipeline(settings: Settings, *, agents: bool = True) -> Pipeline:
+    """The complete app.  ``agents=False`` declares topics/tables only."""
+    app = _faust_app(settings)
+    declared = {
+        spec.name: app.topic(settings.topic(spec.name), partitions=settings.topic_partitions,
+                             key_serializer="raw", value_serializer="raw")
+        for spec in T.ALL_TOPICS
+    }
+    tables = {
+        name: app.Table(name, default=None, partitions=settings.topic_partitions,
+                        schema=faust.Schema(key_serializer="raw", value_serializer="raw"))
+        for name in ("ingest-seen", "students", "programs")
+    }
+    pipeline = Pipeline(
+        settings=settings, app=app, topics=declared, tables=tables, metrics=WorkerMetrics(),
+        config=EngineConfig.from_settings(settings),
+        scorer=TreeEditScorer(max_blocks=settings.tree_edit_max_blocks),
+    )
+    if agents:
+        from streams.agents import register_all
+
+        register_all(pipeline)
+    return pipeline

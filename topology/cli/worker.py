@@ -1,0 +1,53 @@
+"""``vexnudge worker``: run the stream processors (one Faust worker process)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+
+from topology.settings import Settings
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    parser = subparsers.add_parser(
+        "worker", help="run the pipeline's stream processors (ingest, analysis, feedback)",
+        description="Run one worker process. Start more processes (each with its own "
+                    "--web-port and --datadir) to scale out; they share the work by partition.",
+    )
+    parser.add_argument("--clock", choices=["live", "replay"], help="override CLOCK_MODE")
+    parser.add_argument("--web-port", type=int, help="metrics/health port (0 = no web server)")
+    parser.add_argument("--datadir", help="Faust data directory (unique per process)")
+    parser.add_argument("--app-id", help="override APP_ID (the consumer group)")
+    parser.add_argument("--topic-prefix", help="override TOPIC_PREFIX")
+    parser.add_argument("-l", "--loglevel", default="info", choices=["debug", "info", "warning", "error"])
+    parser.set_defaults(handler=run)
+
+
+def overrides(args: argparse.Namespace) -> dict[str, object]:
+    """Settings fields set by flags."""
+    pairs = {"clock_mode": args.clock, "worker_web_port": args.web_port,
+             "worker_datadir": args.datadir, "app_id": args.app_id, "topic_prefix": args.topic_prefix}
+    return {k: v for k, v in pairs.items() if v is not None}
+
+
+def run(args: argparse.Namespace, settings: Settings) -> int:
+    settings = settings.model_copy(update=overrides(args))
+    from faust.worker import Worker
+
+    from topology.app import build_pipeline
+    from topology.kafka_admin import ensure_topics
+
+    try:
+        created = asyncio.run(ensure_topics(settings))
+    except Exception as exc:  # noqa: BLE001 - report any broker problem clearly
+        print(f"vexnudge worker: cannot reach Kafka at {settings.kafka_bootstrap_servers}: {exc}\n"
+              "Start the local stack with `vexnudge stack up` or set KAFKA_BOOTSTRAP_SERVERS.",
+              file=sys.stderr)
+        return 1
+    if created:
+        print(f"vexnudge worker: created {len(created)} topics", file=sys.stderr)
+    pipeline = build_pipeline(settings)
+    worker = Worker(pipeline.app, loglevel=args.loglevel, redirect_stdouts=False)
+    worker.execute_from_commandline()
+    return 0

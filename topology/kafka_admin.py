@@ -1,0 +1,143 @@
+"""Broker-side helpers: declare the topics, read offsets, read a topic to its end.
+
+Thin wrappers over aiokafka used by the worker, the CLI tools and the tests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterable
+
+from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.errors import TopicAlreadyExistsError
+from aiokafka.structs import ConsumerRecord
+
+from topology.settings import Settings
+from topology.topics import ALL_TOPICS
+
+
+def topic_names(settings: Settings) -> list[str]:
+    """Every topic of the contract, with the settings' prefix."""
+    return [settings.topic(spec.name) for spec in ALL_TOPICS]
+
+
+async def ensure_topics(settings: Settings, names: Iterable[str] | None = None) -> list[str]:
+    """Create missing topics with the ONE partition count; return those created.
+
+    Refuses (ValueError) an existing topic whose partition count differs: a
+    mismatch would break co-partitioning of the student's state.
+    """
+    wanted = list(names) if names is not None else topic_names(settings)
+    admin = AIOKafkaAdminClient(bootstrap_servers=settings.kafka_bootstrap_servers)
+    await admin.start()
+    try:
+        existing = await _partition_counts(admin, wanted)
+        for name, count in existing.items():
+            if count and count != settings.topic_partitions:
+                raise ValueError(
+                    f"topic {name!r} has {count} partitions but TOPIC_PARTITIONS is "
+                    f"{settings.topic_partitions}; use another TOPIC_PREFIX or recreate it"
+                )
+        missing = [n for n in wanted if not existing.get(n)]
+        if missing:
+            new = [NewTopic(n, settings.topic_partitions, settings.topic_replication_factor) for n in missing]
+            try:
+                await admin.create_topics(new)
+            except TopicAlreadyExistsError:
+                pass
+        return missing
+    finally:
+        await admin.close()
+
+
+async def _partition_counts(admin: AIOKafkaAdminClient, names: list[str]) -> dict[str, int]:
+    described = await admin.describe_topics(names)
+    counts: dict[str, int] = {}
+    for item in described:
+        if item.get("error_code", 0) == 0:
+            counts[item["topic"]] = len(item.get("partitions", []))
+    return counts
+
+
+async def end_offsets(settings: Settings, topic: str) -> dict[int, int]:
+    """The end offset of every partition of ``topic``."""
+    consumer = AIOKafkaConsumer(bootstrap_servers=settings.kafka_bootstrap_servers)
+    await consumer.start()
+    try:
+        parts = consumer.partitions_for_topic(topic)
+        if not parts:
+            await consumer._client.force_metadata_update()
+            parts = consumer.partitions_for_topic(topic) or set()
+        tps = [TopicPartition(topic, p) for p in sorted(parts)]
+        ends = await consumer.end_offsets(tps) if tps else {}
+        return {tp.partition: off for tp, off in ends.items()}
+    finally:
+        await consumer.stop()
+
+
+async def committed_offsets(settings: Settings, group: str, topic: str) -> dict[int, int]:
+    """The consumer group's committed offset of every partition of ``topic`` (0 if none)."""
+    admin = AIOKafkaAdminClient(bootstrap_servers=settings.kafka_bootstrap_servers)
+    await admin.start()
+    try:
+        offsets = await admin.list_consumer_group_offsets(group)
+    finally:
+        await admin.close()
+    return {tp.partition: meta.offset for tp, meta in offsets.items() if tp.topic == topic and meta.offset >= 0}
+
+
+async def wait_consumed(
+    settings: Settings, group: str, topic: str, timeout_s: float = 300.0,
+    on_progress: object = None,
+) -> None:
+    """Wait until ``group`` has committed every record of ``topic`` (raise on timeout)."""
+    ends = await end_offsets(settings, topic)
+    total = sum(ends.values())
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while True:
+        done = await committed_offsets(settings, group, topic)
+        consumed = sum(min(done.get(p, 0), end) for p, end in ends.items())
+        if callable(on_progress):
+            on_progress(consumed, total)
+        if consumed >= total:
+            return
+        if asyncio.get_running_loop().time() > deadline:
+            raise TimeoutError(f"group {group!r} consumed {consumed}/{total} records of {topic!r}")
+        await asyncio.sleep(0.25)
+
+
+async def read_to_end(
+    settings: Settings, topics: list[str], *, from_beginning: bool = True,
+) -> AsyncIterator[ConsumerRecord[bytes, bytes]]:
+    """Every record of ``topics`` up to their current end offsets (no group)."""
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=settings.kafka_bootstrap_servers, enable_auto_commit=False,
+        auto_offset_reset="earliest" if from_beginning else "latest", max_poll_records=2000,
+    )
+    await consumer.start()
+    try:
+        tps = []
+        for topic in topics:
+            await consumer._client.force_metadata_update()
+            tps += [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or ())]
+        consumer.assign(tps)
+        ends = await consumer.end_offsets(tps)
+        if from_beginning:
+            await consumer.seek_to_beginning(*tps)
+        remaining = {tp for tp, end in ends.items() if end > 0}
+        if not from_beginning:
+            remaining = set()
+        while remaining:
+            batch = await consumer.getmany(*remaining, timeout_ms=1000)
+            for tp, records in batch.items():
+                for record in records:
+                    if record.offset < ends[tp]:
+                        yield record
+                if records and records[-1].offset + 1 >= ends[tp]:
+                    remaining.discard(tp)
+            for tp in list(remaining):
+                if await consumer.position(tp) >= ends[tp]:
+                    remaining.discard(tp)
+    finally:
+        await consumer.stop()

@@ -1,0 +1,47 @@
+"""Prometheus metrics of the worker, on a registry owned by the app instance."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+_LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
+
+
+class WorkerMetrics:
+    """Every metric the worker exports at ``/metrics``."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.records_in = Counter("vexnudge_records_in_total", "Records consumed", ["topic"], registry=r)
+        self.records_out = Counter("vexnudge_records_out_total", "Records published", ["topic"], registry=r)
+        self.ingest_accepted = Counter("vexnudge_ingest_accepted_total", "Accepted telemetry events", registry=r)
+        self.ingest_rejected = Counter(
+            "vexnudge_ingest_rejected_total", "Rejected telemetry lines", ["reason"], registry=r)
+        self.ingest_blank = Counter("vexnudge_ingest_blank_total", "Blank lines skipped", registry=r)
+        self.runs_scored = Counter("vexnudge_runs_scored_total", "Scored runs", registry=r)
+        self.runs_unscored = Counter("vexnudge_runs_unscored_total", "Unscored runs", ["reason"], registry=r)
+        self.not_comparable = Counter(
+            "vexnudge_distance_not_comparable_total", "Run pairs over the size guard", registry=r)
+        self.triggers = Counter("vexnudge_triggers_total", "Trigger fires", ["type"], registry=r)
+        self.processing_errors = Counter(
+            "vexnudge_processing_errors_total", "Records dead-lettered by a failing stage", ["stage"], registry=r)
+        self.duplicates_skipped = Counter(
+            "vexnudge_redelivered_skipped_total", "Re-delivered records already applied", registry=r)
+        self.event_seconds = Histogram(
+            "vexnudge_analysis_event_seconds", "Analysis time per event (incl. distance)",
+            buckets=_LATENCY_BUCKETS, registry=r)
+        self.distance_seconds = Histogram(
+            "vexnudge_run_distance_seconds", "Time to score one run", buckets=_LATENCY_BUCKETS, registry=r)
+        self.students = Gauge("vexnudge_active_students", "Students with state on this worker", registry=r)
+        self.lag = Gauge("vexnudge_consumer_lag", "Records behind the end of a topic", ["topic"], registry=r)
+        self.nudges = Counter("vexnudge_nudges_total", "Nudge outcomes", ["status"], registry=r)
+        self.model_seconds = Histogram(
+            "vexnudge_model_call_seconds", "Model call latency", buckets=_LATENCY_BUCKETS, registry=r)
+        self.model_failures = Counter("vexnudge_model_failures_total", "Failed model calls", ["kind"], registry=r)
+        self.nudge_seconds = Histogram(
+            "vexnudge_nudge_latency_seconds", "Trigger to stored message", buckets=_LATENCY_BUCKETS, registry=r)
+
+    def render(self) -> bytes:
+        """The Prometheus text exposition."""
+        return generate_latest(self.registry)
