@@ -71,8 +71,9 @@ def random_program(rng: random.Random, n_blocks: int, stray_stacks: float = 0.02
     :param stray_stacks: chance that a new block starts a top-level stack.
     """
     program = Program([[Block(_HAT)]] if n_blocks else [])
+    growth = _Growth(list(program.stacks), [])
     for _ in range(n_blocks - 1):
-        _insert_random_block(rng, program, stray_stacks)
+        _insert_random_block(rng, program, stray_stacks, growth)
     return program
 
 
@@ -167,32 +168,58 @@ def _chains(program: Program) -> list[list[Block]]:
 
 
 def _reporter_slots(program: Program) -> list[tuple[Block, str]]:
-    slots = []
-    for block in _walk(program):
-        for name, value in block.values.items():
-            accepts = block.type in _REPORTERS or name in ("CONDITION", "AMOUNT", "X", "Y")
-            if accepts and not isinstance(value, Block):
-                slots.append((block, name))
-    return slots
+    return [slot for block in _walk(program) for slot in _empty_reporter_inputs(block)]
 
 
-def _insert_random_block(rng: random.Random, program: Program, stray: float) -> None:
-    slots = _reporter_slots(program)
-    if slots and rng.random() < 0.15:
-        block, name = rng.choice(slots)
-        block.values[name] = _new_block(rng, rng.choice(list(_REPORTERS)))
+def _empty_reporter_inputs(block: Block) -> list[tuple[Block, str]]:
+    """Inputs of ``block`` that could take a reporter and show a shadow now."""
+    return [
+        (block, name) for name, value in block.values.items()
+        if not isinstance(value, Block)
+        and (block.type in _REPORTERS or name in ("CONDITION", "AMOUNT", "X", "Y"))
+    ]
+
+
+@dataclass
+class _Growth:
+    """Where a new block can go: chains to join and empty reporter inputs."""
+
+    chains: list[list[Block]]
+    slots: list[tuple[Block, str]]
+
+    @classmethod
+    def of(cls, program: Program) -> _Growth:
+        return cls(_chains(program), _reporter_slots(program))
+
+    def add(self, block: Block) -> None:
+        self.chains.extend(block.statements.values())
+        self.slots.extend(_empty_reporter_inputs(block))
+
+
+def _insert_random_block(
+    rng: random.Random, program: Program, stray: float, growth: _Growth
+) -> None:
+    if growth.slots and rng.random() < 0.15:
+        at = rng.randrange(len(growth.slots))
+        block, name = growth.slots[at]
+        growth.slots[at] = growth.slots[-1]
+        growth.slots.pop()
+        block.values[name] = reporter = _new_block(rng, rng.choice(list(_REPORTERS)))
+        growth.add(reporter)
         return
     kind = rng.choice(_C_BLOCKS) if rng.random() < 0.15 else rng.choice(_SIMPLE)
+    block = _new_block(rng, kind)
     if rng.random() < stray or not program.stacks:
-        program.stacks.append([_new_block(rng, kind)])
-        return
-    chain = rng.choice(_chains(program))
-    at = rng.randint(1 if chain and chain[0].type == _HAT else 0, len(chain))
-    chain.insert(at, _new_block(rng, kind))
+        program.stacks.append([block])
+        growth.chains.append(program.stacks[-1])
+    else:
+        chain = rng.choice(growth.chains)
+        chain.insert(rng.randint(1 if chain and chain[0].type == _HAT else 0, len(chain)), block)
+    growth.add(block)  # after choosing its place: a block never joins its own body
 
 
 def _insert_edit(rng: random.Random, program: Program) -> None:
-    _insert_random_block(rng, program, 0.05)
+    _insert_random_block(rng, program, 0.05, _Growth.of(program))
 
 
 def _change_number(rng: random.Random, program: Program) -> None:
