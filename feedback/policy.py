@@ -14,7 +14,13 @@ word (see :data:`BANNED_WORDS`); a unit test checks every text.
 from __future__ import annotations
 
 from topology.schemas.analysis import TriggerType
-from topology.schemas.feedback import Cognition, Persistence, SessionMetrics
+from topology.schemas.feedback import (
+    Cognition,
+    FeedbackRequest,
+    Lane,
+    Persistence,
+    SessionMetrics,
+)
 
 from feedback.classes import FeedbackClass as FC
 
@@ -111,6 +117,13 @@ def classes_for_trigger(trigger: TriggerType | str) -> frozenset[FC]:
         return TRIGGER_CLASSES[TriggerType(trigger)]
     except ValueError:
         return frozenset()
+
+
+def classes_for_request(request: FeedbackRequest) -> frozenset[FC]:
+    """The classes of one feedback pass: by trigger (proactive) or by metrics (reactive)."""
+    if request.lane is Lane.PROACTIVE:
+        return classes_for_trigger(request.trigger.type) if request.trigger else frozenset()
+    return reactive_classes(request.metrics)
 
 
 def behaviour_fact(trigger: TriggerType | str) -> str:
