@@ -49,6 +49,8 @@ def parse_workspace(xml: str) -> Tree:
         document = ET.fromstring(xml)
     except ET.ParseError as exc:
         raise WorkspaceError(UnusableReason.XML_ERROR, str(exc)) from None
+    except UnicodeEncodeError as exc:  # lone surrogates, e.g. from a JSON "\ud800"
+        raise WorkspaceError(UnusableReason.XML_ERROR, f"invalid character: {exc}") from None
     return _build(document)
 
 

@@ -66,6 +66,13 @@ def test_malformed_xml_raises_one_typed_error(xml: str) -> None:
     assert "xml_error" in str(caught.value) and "line 1" in caught.value.detail
 
 
+def test_lone_surrogates_are_an_xml_error() -> None:
+    # json.loads('"\\ud800"') yields a lone surrogate, which no XML document can hold.
+    with pytest.raises(WorkspaceError) as caught:
+        parse_workspace("<xml><block type='a\ud800'/></xml>")
+    assert caught.value.reason is UnusableReason.XML_ERROR
+
+
 def test_namespaces_are_ignored_including_prefixes() -> None:
     plain = parse_workspace("<xml><block type='a'><field name='F'>1</field></block></xml>")
     prefixed = parse_workspace(

@@ -36,6 +36,7 @@ XML = "<xml xmlns='https://developers.google.com/blockly/xml'><block type='a'/><
     ({"workspace": ["<xml/>"]}, UnusableReason.WORKSPACE_NOT_STRING),
     (json.dumps({"workspace": "<xml><block>"}), UnusableReason.XML_ERROR),
     ("<xml><block></xml>", UnusableReason.XML_ERROR),
+    (json.dumps({"workspace": "<xml><block type='\ud800'/></xml>"}), UnusableReason.XML_ERROR),
 ])
 def test_unusable_projects(project: object, reason: UnusableReason) -> None:
     outcome = extract_program(project)
