@@ -152,6 +152,8 @@ class Settings(BaseSettings):
     """POSTGRES_PORT: the local PostgreSQL cluster's port."""
     keep_stack: bool = False
     """KEEP_STACK: leave a stack that the tests (or scripts/test.sh) started running."""
+    kafka_cds: bool = True
+    """KAFKA_CDS: start the local broker with a class-data archive (faster warm starts)."""
 
     @model_validator(mode="before")
     @classmethod

@@ -185,7 +185,7 @@ def _run_maven(mvn: str, cache: JarCache, staging: Path, binding: str, reporter:
     progress = Progress(f"kafka: fetching broker jars {KAFKA_VERSION}", unit="files", stream=reporter.stream)
     with open(log_path, "w") as log:
         proc = subprocess.Popen(  # noqa: S603
-            [mvn, "-B", "-f", str(pom), "package"], stdout=subprocess.PIPE,
+            [mvn, "-B", "-Dstyle.color=never", "-f", str(pom), "package"], stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True, cwd=cache.build_dir,
         )
         assert proc.stdout is not None

@@ -212,6 +212,8 @@ class KafkaService:
         return self.cache.root / "kafka.jsa.json"
 
     def _cds_options(self, java: Java) -> tuple[list[str], dict[str, str]]:
+        if not self.settings.kafka_cds:
+            return [], {}
         try:
             built_with = json.loads(self._archive_meta().read_text()).get("java")
         except (OSError, ValueError):
@@ -234,7 +236,7 @@ class KafkaService:
                 ticker.done("ready")
                 return
             if time.monotonic() > deadline:
-                stop(record, signal.SIGKILL, 10.0)
+                self.after_stop(record, stop(record, signal.SIGKILL, 10.0))
                 self.paths.record(self.name).unlink(missing_ok=True)
                 raise NotReady(f"the Kafka broker was not ready after {READY_TIMEOUT_S:.0f} s "
                                f"(stopped it).\n{self._log_tail()}")

@@ -68,22 +68,21 @@ def inspect(service: Service) -> ServiceState:
     if record is not None and record.is_running():
         status = "running" if service.healthy() else "starting"
         return ServiceState(service.name, status, service.port, record.pid, logs=record.logs)
-    holders = sorted({pid for port in service.ports for pid in listening_pids(port)})
+    holders = [(port, pid) for port in service.ports for pid in listening_pids(port)]
     if not holders:
         busy = [p for p in service.ports if not port_is_free(p)]
         if busy:
             return ServiceState(service.name, "blocked", service.port, detail=(
                 f"port {busy[0]} is in use by a process this user cannot inspect"))
         return ServiceState(service.name, "stopped", service.port)
-    return _inspect_holder(service, root, holders[0])
+    return _inspect_holder(service, root, *holders[0])
 
 
-def _inspect_holder(service: Service, root: StackPaths, pid: int) -> ServiceState:
+def _inspect_holder(service: Service, root: StackPaths, port: int, pid: int) -> ServiceState:
     owner = stack_root_of(pid)
     if owner is None:
         return ServiceState(service.name, "blocked", service.port, pid, detail=(
-            f"port {service.port} (or {service.ports[-1]}) is in use by {describe(pid)}, "
-            "which is not part of a vexnudge stack"))
+            f"port {port} is in use by {describe(pid)}, which is not part of a vexnudge stack"))
     if owner == root.root:  # ours, but the record is gone: adopt it
         ProcessRecord(service=service.name, pid=pid, start_ticks=start_ticks(pid) or 0,
                       port=service.port, marker=service.marker, stack_dir=str(root.root),
@@ -97,7 +96,7 @@ def _inspect_holder(service: Service, root: StackPaths, pid: int) -> ServiceStat
     logs = other.logs if other else ()
     if problem:
         return ServiceState(service.name, "blocked", service.port, pid, owner=str(owner), logs=logs,
-                            detail=f"port {service.port} is held by the vexnudge stack of {owner}, "
+                            detail=f"port {port} is held by the vexnudge stack of {owner}, "
                                    f"which cannot be shared: {problem}")
     return ServiceState(service.name, "shared", service.port, pid, owner=str(owner), logs=logs)
 
