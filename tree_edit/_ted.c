@@ -60,6 +60,10 @@ load(tree_arrays *t, PyObject *codes, PyObject *lml, PyObject *keyroots)
         ok = l[i] >= 0 && l[i] <= i;
     for (Py_ssize_t i = 0; ok && i < t->nk; i++)
         ok = k[i] >= 0 && k[i] < t->n && (i == 0 || k[i] > k[i - 1]);
+    /* every node of a keyroot's subtree has its leftmost leaf inside it */
+    for (Py_ssize_t i = 0; ok && i < t->nk; i++)
+        for (int32_t x = l[k[i]]; ok && x <= k[i]; x++)
+            ok = l[x] >= l[k[i]];
     if (!ok) {
         PyErr_SetString(PyExc_ValueError, "malformed tree arrays");
         release(t, 3);
@@ -68,42 +72,53 @@ load(tree_arrays *t, PyObject *codes, PyObject *lml, PyObject *keyroots)
     return 0;
 }
 
-/* One keyroot pair: fills the forest table fd (stride w) and the tree
- * distances td (stride n2) of the pairs on both leftmost paths.
- * Returns -1 when a leftmost leaf falls outside its keyroot's subtree. */
-static int
+/* One keyroot pair: fills the forest table fd (rows x cols, packed so that
+ * small subproblems stay in cache) and the tree distances td (stride n2) of
+ * the pairs on both leftmost paths.  off[dj-1] is the offset of column dj's
+ * leftmost leaf from the keyroot's (0 = on the keyroot's leftmost path). */
+static void
 keyroot_pair(const int32_t *c1, const int32_t *l1, int32_t k1,
-             const int32_t *c2, const int32_t *l2, int32_t k2,
-             int32_t *fd, Py_ssize_t w, int32_t *td, Py_ssize_t n2)
+             const int32_t *c2, const int32_t j0, int32_t k2, const int32_t *off,
+             int32_t *fd, int32_t *td, Py_ssize_t n2)
 {
-    const int32_t i0 = l1[k1], j0 = l2[k2];
+    const int32_t i0 = l1[k1];
     const int32_t rows = k1 - i0 + 1, cols = k2 - j0 + 1;
+    const Py_ssize_t w = (Py_ssize_t)cols + 1;
     for (int32_t dj = 0; dj <= cols; dj++) fd[dj] = dj;
     for (int32_t di = 1; di <= rows; di++) {
         const int32_t i = i0 + di - 1, li = l1[i];
-        if (li < i0) return -1;
-        int32_t *row = fd + di * w, *prev = row - w, *tdi = td + (Py_ssize_t)i * n2;
+        int32_t *row = fd + di * w, *prev = row - w;
+        int32_t *tdi = td + (Py_ssize_t)i * n2 + j0 - 1;   /* tdi[dj] = td[i][j] */
         const int32_t *left = fd + (Py_ssize_t)(li - i0) * w;
+        const int32_t *c2j = c2 + j0 - 1;                   /* c2j[dj] = c2[j] */
         const int32_t ci = c1[i];
         row[0] = di;
-        for (int32_t dj = 1; dj <= cols; dj++) {
-            const int32_t j = j0 + dj - 1, lj = l2[j];
-            if (lj < j0) return -1;
-            int32_t best = (prev[dj] < row[dj - 1] ? prev[dj] : row[dj - 1]) + 1;
-            if (li == i0 && lj == j0) {
-                int32_t v = prev[dj - 1] + (ci != c2[j]);
-                row[dj] = tdi[j] = v < best ? v : best;
-            } else {
-                int32_t v = left[lj - j0] + tdi[j];
+        if (li == i0) {        /* i is on k1's leftmost path */
+            for (int32_t dj = 1; dj <= cols; dj++) {
+                int32_t best = (prev[dj] < row[dj - 1] ? prev[dj] : row[dj - 1]) + 1;
+                int32_t v;
+                if (off[dj - 1] == 0) {
+                    v = prev[dj - 1] + (ci != c2j[dj]);
+                    v = v < best ? v : best;
+                    tdi[dj] = v;
+                } else {
+                    v = off[dj - 1] + tdi[dj];   /* left is row 0: left[x] == x */
+                    v = v < best ? v : best;
+                }
+                row[dj] = v;
+            }
+        } else {
+            for (int32_t dj = 1; dj <= cols; dj++) {
+                int32_t best = (prev[dj] < row[dj - 1] ? prev[dj] : row[dj - 1]) + 1;
+                int32_t v = left[off[dj - 1]] + tdi[dj];
                 row[dj] = v < best ? v : best;
             }
         }
     }
-    return 0;
 }
 
 static PyObject *
-tree_distance(PyObject *self, PyObject *args)
+tree_distance(PyObject *Py_UNUSED(self), PyObject *args)
 {
     PyObject *a[6];
     if (!PyArg_UnpackTuple(args, "tree_distance", 6, 6, &a[0], &a[1], &a[2], &a[3], &a[4], &a[5]))
@@ -111,28 +126,36 @@ tree_distance(PyObject *self, PyObject *args)
     tree_arrays t1, t2;
     if (load(&t1, a[0], a[1], a[2]) < 0) return NULL;
     if (load(&t2, a[3], a[4], a[5]) < 0) { release(&t1, 3); return NULL; }
-    const Py_ssize_t n1 = t1.n, n2 = t2.n, w = n2 + 1;
+    const Py_ssize_t n1 = t1.n, n2 = t2.n;
     int32_t *td = PyMem_RawCalloc((size_t)n1 * (size_t)n2, sizeof(int32_t));
-    int32_t *fd = PyMem_RawMalloc((size_t)(n1 + 1) * (size_t)w * sizeof(int32_t));
+    int32_t *fd = PyMem_RawMalloc((size_t)(n1 + 1) * (size_t)(n2 + 1) * sizeof(int32_t));
+    const int32_t *c1 = t1.codes.buf, *l1 = t1.lml.buf, *k1 = t1.keyroots.buf;
+    const int32_t *c2 = t2.codes.buf, *l2 = t2.lml.buf, *k2 = t2.keyroots.buf;
+    /* offsets of tree 2's leftmost leaves, one segment per keyroot */
+    Py_ssize_t total = 0;
+    for (Py_ssize_t y = 0; y < t2.nk; y++) total += k2[y] - l2[k2[y]] + 1;
+    int32_t *off = PyMem_RawMalloc((size_t)total * sizeof(int32_t));
+    Py_ssize_t *start = PyMem_RawMalloc((size_t)t2.nk * sizeof(Py_ssize_t));
     PyObject *result = NULL;
-    if (td == NULL || fd == NULL) {
+    if (td == NULL || fd == NULL || off == NULL || start == NULL) {
         PyErr_NoMemory();
     } else {
-        int status = 0;
-        const int32_t *c1 = t1.codes.buf, *l1 = t1.lml.buf, *k1 = t1.keyroots.buf;
-        const int32_t *c2 = t2.codes.buf, *l2 = t2.lml.buf, *k2 = t2.keyroots.buf;
         Py_BEGIN_ALLOW_THREADS
-        for (Py_ssize_t x = 0; status == 0 && x < t1.nk; x++)
-            for (Py_ssize_t y = 0; status == 0 && y < t2.nk; y++)
-                status = keyroot_pair(c1, l1, k1[x], c2, l2, k2[y], fd, w, td, n2);
+        Py_ssize_t at = 0;
+        for (Py_ssize_t y = 0; y < t2.nk; y++) {
+            start[y] = at;
+            for (int32_t j = l2[k2[y]]; j <= k2[y]; j++) off[at++] = l2[j] - l2[k2[y]];
+        }
+        for (Py_ssize_t x = 0; x < t1.nk; x++)
+            for (Py_ssize_t y = 0; y < t2.nk; y++)
+                keyroot_pair(c1, l1, k1[x], c2, l2[k2[y]], k2[y], off + start[y], fd, td, n2);
         Py_END_ALLOW_THREADS
-        if (status == 0)
-            result = PyLong_FromLong(td[(size_t)n1 * (size_t)n2 - 1]);
-        else
-            PyErr_SetString(PyExc_ValueError, "malformed tree arrays");
+        result = PyLong_FromLong(td[(size_t)n1 * (size_t)n2 - 1]);
     }
     PyMem_RawFree(td);
     PyMem_RawFree(fd);
+    PyMem_RawFree(off);
+    PyMem_RawFree(start);
     release(&t1, 3);
     release(&t2, 3);
     return result;
@@ -146,8 +169,11 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "tree_edit._ted",
-    "C kernel of the exact tree edit distance (see tree_edit.distance).", -1, methods,
+    PyModuleDef_HEAD_INIT,
+    .m_name = "tree_edit._ted",
+    .m_doc = "C kernel of the exact tree edit distance (see tree_edit.distance).",
+    .m_size = -1,
+    .m_methods = methods,
 };
 
 PyMODINIT_FUNC
