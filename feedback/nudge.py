@@ -121,7 +121,9 @@ class NudgeState:
         """The JSON form (for the engine's table)."""
         return {
             "last": self.last_nudge_ts,
-            "used": [[u.session_id, u.slot, u.trigger_id, u.type.value, u.spell] for u in self.used],
+            "used": [
+                [u.session_id, u.slot, u.trigger_id, u.type.value, u.spell] for u in self.used
+            ],
             "spell": self.spell,
             "realerts": self.realerts,
             "held": self.held.model_dump(mode="json") if self.held else None,
@@ -259,9 +261,9 @@ def _one(
     if duplicate is not None:
         return [duplicate], state
     reason = _gate(fire, config, now) or _slot_conflict(fire, slot, state)
-    if reason is None and state.held is not None:
-        if priority(state.held.type) >= priority(fire.type):
-            reason = SuppressReason.LOWER_PRIORITY
+    held = state.held
+    if reason is None and held is not None and priority(held.type) >= priority(fire.type):
+        reason = SuppressReason.LOWER_PRIORITY
     if reason is None and _over_cap(fire, state, config):
         reason = SuppressReason.REALERT_CAP
     if reason is not None:

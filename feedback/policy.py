@@ -13,6 +13,7 @@ word (see :data:`BANNED_WORDS`); a unit test checks every text.
 
 from __future__ import annotations
 
+from feedback.classes import FeedbackClass as FC
 from topology.schemas.analysis import TriggerType
 from topology.schemas.feedback import (
     Cognition,
@@ -21,8 +22,6 @@ from topology.schemas.feedback import (
     Persistence,
     SessionMetrics,
 )
-
-from feedback.classes import FeedbackClass as FC
 
 #: Words that must never reach the model or the student from our own texts.
 BANNED_WORDS = ("wheel", "spin", "trigger", "resilience", "explorer", "iterative", "inactive")

@@ -19,14 +19,13 @@ import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from topology.schemas.feedback import FeedbackRequest, Lane
-
 from feedback.catalogs import available_blocks, block_name, task_description
 from feedback.classes import FeedbackClass, sorted_classes, spec_for
 from feedback.policy import behaviour_fact, classes_for_request
 from feedback.questions import QUESTIONS, QuestionType
 from feedback.render import program_block_types, render_program
 from feedback.situation import build_situation
+from topology.schemas.feedback import FeedbackRequest, Lane
 
 #: Chat turns shown to the model (most recent last).
 CHAT_TURNS = 6

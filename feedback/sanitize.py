@@ -59,14 +59,17 @@ _EMOJI = re.compile(
     "[\U0001f000-\U0001faff\u2600-\u27bf\u2b00-\u2bff\ufe0f\u200d\u2300-\u23ff]"
 )
 
-_INTERJECTION = r"(?:(?:sure|okay|ok|of course|certainly|absolutely|alright|all right|got it)[!,.]*\s+)"
+_INTERJECTION = (
+    r"(?:(?:sure|okay|ok|of course|certainly|absolutely|alright|all right|got it)[!,.]*\s+)"
+)
 _META_NOUN = (
     r"(?:message|hint|feedback|response|reply|nudge|note|suggestion|tip|answer|check-in|"
     r"version|output|text)"
 )
 _PREAMBLE = re.compile(
     rf"^{_INTERJECTION}*(?:"
-    rf"(?:here(?:'s|’s| is| are)|below is)\b[^:\n]{{0,80}}?\b{_META_NOUN}s?\b[^:\n]{{0,50}}?\s*(?::|\s[-–—])\s*"
+    rf"(?:here(?:'s|’s| is| are)|below is)\b[^:\n]{{0,80}}?\b{_META_NOUN}s?\b"
+    rf"[^:\n]{{0,50}}?\s*(?::|\s[-–—])\s*"
     rf"|here (?:you go|it is)\s*[:!.]\s*"
     rf"|(?:as (?:a|an|your) [^,:\n]{{1,40}}[,:]\s*)?(?:i would|i'd|i will|i'll) "
     rf"(?:say|tell|suggest|write)\b[^:\n]{{0,40}}:\s*"
@@ -74,8 +77,8 @@ _PREAMBLE = re.compile(
     re.I,
 )
 _FILLER = re.compile(
-    r"^(?:sure|of course|absolutely|certainly|okay|ok)[,!.]?\s+i(?:'d| would)? (?:can |be happy to )?"
-    r"help(?: you)?(?: with (?:that|this))?[.!]+\s*",
+    r"^(?:sure|of course|absolutely|certainly|okay|ok)[,!.]?\s+"
+    r"i(?:'d| would)? (?:can |be happy to )?help(?: you)?(?: with (?:that|this))?[.!]+\s*",
     re.I,
 )
 
@@ -111,6 +114,7 @@ _SIGN_OFF = re.compile(
 _MAX_PASSES = 8
 _PAIRS = {'"': '"', "“": "”", "„": "“", "«": "»", "‘": "’", "'": "'"}
 _SENTENCE_PUNCT = ".!?…"
+_SENTENCE_ENDS = tuple(_SENTENCE_PUNCT)
 
 
 def _strip_reasoning(text: str) -> str:
@@ -132,7 +136,8 @@ def _strip_markdown(text: str) -> str:
 
 
 _CLASS_NAMES = "|".join(
-    re.escape(n) for n in sorted({spec.prompt_name for spec in SPECS.values()}, key=len, reverse=True)
+    re.escape(name)
+    for name in sorted({spec.prompt_name for spec in SPECS.values()}, key=len, reverse=True)
 )
 _CLASS_LINE = re.compile(
     rf"^(?:feedback(?: types?| classes?)?|types?|classes?)\s*:\s*(?:{_CLASS_NAMES})"
@@ -166,29 +171,47 @@ def _is_apostrophe(text: str, idx: int) -> bool:
 
 
 def _quote_positions(text: str, char: str) -> list[int]:
-    return [i for i, c in enumerate(text) if c == char and not (c in "'’" and _is_apostrophe(text, i))]
+    return [
+        i for i, c in enumerate(text)
+        if c == char and not (c in "'’" and _is_apostrophe(text, i))
+    ]
+
+
+def _starts_sentence(text: str, idx: int) -> bool:
+    before = text[:idx].rstrip()
+    return idx == 0 or (text[idx - 1] == " " and before[-1:] in _SENTENCE_ENDS)
+
+
+def _closing(text: str, idx: int, closer: str) -> int:
+    """Position of the quote closing the one at ``idx`` (apostrophes skipped), or -1."""
+    end = text.find(closer, idx + 1)
+    while end >= 0 and closer in "'’" and _is_apostrophe(text, end):
+        end = text.find(closer, end + 1)
+    return end
+
+
+def _ends_sentence(text: str, end: int) -> bool:
+    """Whether the quote at ``end`` closes a sentence (``."`` or ``".`` at the end)."""
+    after = text[end + 1:end + 2]
+    if end == len(text) - 1:
+        return True
+    if text[end - 1] in _SENTENCE_ENDS and after in ("", " "):
+        return True
+    return after in _SENTENCE_ENDS and end + 2 == len(text)
 
 
 def _unwrap_sentences(text: str) -> str:
     """Remove quotes that wrap the whole reply or a whole sentence."""
     for opener, closer in _PAIRS.items():
-        start = 0
-        while True:
-            idx = text.find(opener, start)
-            if idx < 0:
-                break
-            at_sentence_start = idx == 0 or (text[idx - 1] == " " and text[:idx].rstrip()[-1:] in _SENTENCE_PUNCT)
-            end = text.find(closer, idx + 1)
-            while end >= 0 and closer in "'’" and _is_apostrophe(text, end):
-                end = text.find(closer, end + 1)
-            closes_sentence = end > idx and (
-                end == len(text) - 1
-                or (text[end - 1] in _SENTENCE_PUNCT and text[end + 1:end + 2] in ("", " "))
-                or (text[end + 1:end + 2] in tuple(_SENTENCE_PUNCT) and end + 2 == len(text))
-            )
-            if at_sentence_start and closes_sentence and opener not in text[idx + 1:end]:
+        idx = text.find(opener)
+        while idx >= 0:
+            end = _closing(text, idx, closer)
+            if (
+                end > idx and _starts_sentence(text, idx) and _ends_sentence(text, end)
+                and opener not in text[idx + 1:end]
+            ):
                 text = text[:idx] + text[idx + 1:end] + text[end + 1:]
-            start = idx + 1
+            idx = text.find(opener, idx + 1)
     return text
 
 
@@ -218,7 +241,7 @@ def _fix_backticks(text: str) -> str:
         if len(inner.split()) >= 4 or inner.rstrip()[-1:] in _SENTENCE_PUNCT:
             return inner.strip()
     if count % 2 == 1:
-        if text.endswith("`") and text[-2:-1] in tuple(_SENTENCE_PUNCT + " "):
+        if text.endswith("`") and text[-2:-1] in (*_SENTENCE_ENDS, " "):
             return text[:-1].rstrip()
         if text.startswith("`") and text[1:2].isupper() and text[1:].count("`") % 2 == 0:
             return text[1:].lstrip()

@@ -12,9 +12,8 @@ the playground's milestone labels.  Invariants:
 
 from __future__ import annotations
 
-from topology.schemas.feedback import Cognition, Direction, Persistence, SessionMetrics
-
 from feedback.catalogs import progress_spec
+from topology.schemas.feedback import Cognition, Direction, Persistence, SessionMetrics
 
 _TREND = {
     Direction.INCREASING: "and going up",
@@ -23,7 +22,9 @@ _TREND = {
 }
 
 _PATTERN = {
-    Cognition.LONG_TERM_STALLED_PROGRESS: "has worked for a long time with little change in progress",
+    Cognition.LONG_TERM_STALLED_PROGRESS: (
+        "has worked for a long time with little change in progress"
+    ),
     Cognition.DEVELOPMENT_INCREASES_PROGRESS: "is making changes that raise progress",
     Cognition.DEVELOPMENT_STATIC_PROGRESS: "keeps editing, but progress is not moving",
     Cognition.DEVELOPMENT_DECREASES_PROGRESS: "made recent changes that lowered progress",

@@ -18,13 +18,12 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from topology.schemas.analysis import TriggerType
-from topology.schemas.feedback import FeedbackRequest, Lane
-
 from feedback.catalogs import block_name
 from feedback.classes import FeedbackClass as FC
 from feedback.policy import classes_for_request, contains_banned_word, observation
 from feedback.render import HAT_TYPES, program_block_types
+from topology.schemas.analysis import TriggerType
+from topology.schemas.feedback import FeedbackRequest, Lane
 
 #: Which class leads when several apply (the most actionable first).
 LEAD_ORDER: tuple[FC, ...] = (
@@ -35,36 +34,56 @@ LEAD_ORDER: tuple[FC, ...] = (
 
 #: Per class: (sentence naming a block, sentence without a block).
 _SENTENCES: dict[FC, tuple[str, str]] = {
-    FC.DIAGNOSE: ("Run it once more and watch what the robot does during `{block}`.",
-                  "Run it once more and watch closely where the robot stops following your plan."),
-    FC.REASSURE: ("Getting stuck is a normal part of coding, and every run teaches you something.",
-                  "Getting stuck is a normal part of coding, and every run teaches you something."),
-    FC.ERROR_FLAGGING: ("Something in `{block}` may not match what you want the robot to do.",
-                        "Look for the first step where the robot stops matching your plan."),
-    FC.ELABORATE: ("Blocks run from top to bottom, so where `{block}` sits decides when that step happens.",
-                   "Blocks run from top to bottom, so their order decides what the robot does first."),
-    FC.INFORM: ("Only blocks attached under a start block run, so check where `{block}` is attached.",
-                "Only blocks attached under a start block run, in order from top to bottom."),
-    FC.PARTIAL_CORRECTNESS: ("Part of your program already works, so now check the values in `{block}`.",
-                             "Part of your program already works, so change one thing at a time."),
-    FC.EVIDENCE_BASED_PRAISE: ("Changing one thing and testing it is a smart way to work.",
-                               "Changing one thing and testing it is a smart way to work."),
-    FC.POSITIVE_FEEDBACK: ("Keep the parts that work and change one thing at a time.",
-                           "Keep the parts that work and change one thing at a time."),
-    FC.HOW_TO: ("Move `{block}` to the spot where the robot should do that step, then run again.",
-                "Drag the block you need under the step before it, then run again."),
-    FC.NUDGE: ("Take another look at the values in `{block}`.",
-               "Take another look at the numbers in your program."),
-    FC.NEXT_STEP: ("Change one value in `{block}` and run the program again.",
-                   "Change one value in your program and run it again."),
-    FC.CORRECTIVE_GUIDANCE: ("Check `{block}`, because its settings may not match your plan.",
-                             "Check each block's settings against your plan for the robot."),
-    FC.QUESTION: ("What do you want the robot to do right after `{block}`?",
-                  "What do you want the robot to do first?"),
-    FC.REPEAT: ("Remember the goal: pick one job and get the robot to finish it.",
-                "Remember the goal: pick one job and get the robot to finish it."),
-    FC.NEUTRAL: ("Your program currently runs `{block}`.",
-                 "Your program is ready for another run."),
+    FC.DIAGNOSE: (
+        "Run it once more and watch what the robot does during `{block}`.",
+        "Run it once more and watch closely where the robot stops following your plan.",
+    ),
+    FC.REASSURE: (
+        "Getting stuck is a normal part of coding, and every run teaches you something.",
+    ) * 2,
+    FC.ERROR_FLAGGING: (
+        "Something in `{block}` may not match what you want the robot to do.",
+        "Look for the first step where the robot stops matching your plan.",
+    ),
+    FC.ELABORATE: (
+        "Blocks run from top to bottom, so where `{block}` sits decides when that step happens.",
+        "Blocks run from top to bottom, so their order decides what the robot does first.",
+    ),
+    FC.INFORM: (
+        "Only blocks attached under a start block run, so check where `{block}` is attached.",
+        "Only blocks attached under a start block run, in order from top to bottom.",
+    ),
+    FC.PARTIAL_CORRECTNESS: (
+        "Part of your program already works, so now check the values in `{block}`.",
+        "Part of your program already works, so change one thing at a time.",
+    ),
+    FC.EVIDENCE_BASED_PRAISE: ("Changing one thing and testing it is a smart way to work.",) * 2,
+    FC.POSITIVE_FEEDBACK: ("Keep the parts that work and change one thing at a time.",) * 2,
+    FC.HOW_TO: (
+        "Move `{block}` to the spot where the robot should do that step, then run again.",
+        "Drag the block you need under the step before it, then run again.",
+    ),
+    FC.NUDGE: (
+        "Take another look at the values in `{block}`.",
+        "Take another look at the numbers in your program.",
+    ),
+    FC.NEXT_STEP: (
+        "Change one value in `{block}` and run the program again.",
+        "Change one value in your program and run it again.",
+    ),
+    FC.CORRECTIVE_GUIDANCE: (
+        "Check `{block}`, because its settings may not match your plan.",
+        "Check each block's settings against your plan for the robot.",
+    ),
+    FC.QUESTION: (
+        "What do you want the robot to do right after `{block}`?",
+        "What do you want the robot to do first?",
+    ),
+    FC.REPEAT: ("Remember the goal: pick one job and get the robot to finish it.",) * 2,
+    FC.NEUTRAL: (
+        "Your program currently runs `{block}`.",
+        "Your program is ready for another run.",
+    ),
 }
 
 _UNATTACHED = "Your `{block}` block is not attached to a start block, so it never runs."
