@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import fcntl
+import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -30,7 +31,8 @@ from topology.stack.kafka import KafkaService
 from topology.stack.paths import StackPaths
 from topology.stack.postgres import HOST, PostgresService, database_target
 from topology.stack.procs import (
-    ProcessRecord, describe, listening_pids, port_is_free, stack_root_of, start_ticks, stop,
+    TIME_WAIT, ProcessRecord, describe, listening_pids, local_sockets, pids_of_inodes, port_is_free,
+    stack_root_of, start_ticks, stop,
 )
 from topology.stack.report import Reporter
 from topology.stack.service import Service, ServiceState
@@ -40,7 +42,7 @@ SERVICES = ("kafka", "postgres")
 
 def services(settings: Settings, only: Iterable[str] | None = None) -> list[Service]:
     """The stack's services, optionally only some of them, in start order."""
-    chosen = set(only or SERVICES)
+    chosen = set(SERVICES if only is None else only)
     built: list[Service] = []
     if "kafka" in chosen:
         built.append(KafkaService(settings))
@@ -72,10 +74,56 @@ def inspect(service: Service) -> ServiceState:
     if not holders:
         busy = [p for p in service.ports if not port_is_free(p)]
         if busy:
-            return ServiceState(service.name, "blocked", service.port, detail=(
-                f"port {busy[0]} is in use by a process this user cannot inspect"))
+            return _busy_without_listener(service, busy[0])
         return ServiceState(service.name, "stopped", service.port)
     return _inspect_holder(service, root, *holders[0])
+
+
+def _busy_without_listener(service: Service, port: int) -> ServiceState:
+    """Nobody listens, yet the port cannot be bound: client sockets use it as their local port.
+
+    Ports in the ephemeral range (32768-60999 by default, 55432 among them) are handed
+    to outgoing connections.  Closing ones (TIME_WAIT) go away within a minute, and
+    ``up`` waits for them; a live connection is reported.
+    """
+    sockets = local_sockets(port)
+    if sockets and all(state == TIME_WAIT for state, _ in sockets):
+        return ServiceState(service.name, "stopped", service.port, detail=(
+            f"port {port} is still held by closing client connections (TIME_WAIT); "
+            "`up` waits for them"))
+    pids = pids_of_inodes({inode for _, inode in sockets})
+    who = describe(pids[0]) if pids else "a process this user cannot inspect"
+    return ServiceState(service.name, "blocked", service.port, pids[0] if pids else None, detail=(
+        f"port {port} is in use by {who}, as the local port of a connection "
+        f"(it lies in the ephemeral range {_ephemeral_range()})"))
+
+
+def _ephemeral_range() -> str:
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+    except (OSError, ValueError):
+        return "of this machine"
+    return f"{low}-{high}"
+
+
+def _wait_ports_free(service: Service, reporter: Reporter, timeout_s: float = 75.0) -> None:
+    """Wait out closing connections on the service's ports before starting it."""
+    ticker = None
+    deadline = time.monotonic() + timeout_s
+    while True:
+        busy = [p for p in service.ports if not port_is_free(p)]
+        if not busy:
+            if ticker:
+                ticker.done("free")
+            return
+        state = inspect(service)
+        if state.status == "blocked" or time.monotonic() > deadline:
+            raise PortInUse(blocked_message(state))
+        if ticker is None:
+            ticker = reporter.ticker(f"{service.name}: port {busy[0]} is held by closing "
+                                     "connections (TIME_WAIT), waiting")
+        ticker.tick()
+        time.sleep(0.5)
 
 
 def _inspect_holder(service: Service, root: StackPaths, port: int, pid: int) -> ServiceState:
@@ -130,10 +178,21 @@ def up(settings: Settings, reporter: Reporter, only: Iterable[str] | None = None
     """
     result = UpResult()
     with stack_lock(settings):
-        for service in services(settings, only):
-            result.outcomes[service.name] = _up_one(service, reporter, fresh)
-        if "postgres" in result.outcomes:
-            result.migrations = _prepare_database(settings, reporter)
+        for service in services(settings, only):  # fail before starting anything
+            state = inspect(service)
+            if state.status == "blocked":
+                raise PortInUse(blocked_message(state))
+        try:
+            for service in services(settings, only):
+                result.outcomes[service.name] = _up_one(service, reporter, fresh)
+            if "postgres" in result.outcomes:
+                result.migrations = _prepare_database(settings, reporter)
+        except BaseException:
+            # All or nothing: a caller that sees `up` fail has nothing to clean up.
+            for service in reversed(services(settings, result.started)):
+                reporter.say(f"{service.name}: stopping it again, the stack could not be completed")
+                _stop_one(service, reporter)
+            raise
     return result
 
 
@@ -159,6 +218,7 @@ def _up_one(service: Service, reporter: Reporter, fresh: bool) -> str:
     if fresh:
         reporter.say(f"{service.name}: wiping its data (--fresh)")
         service.wipe()
+    _wait_ports_free(service, reporter)
     record = service.start(reporter)
     reporter.say(f"{service.name}: started (pid {record.pid}, port {record.port})")
     return "started"
@@ -173,7 +233,7 @@ def _wait_healthy(service: Service, reporter: Reporter, timeout_s: float = 90.0)
             ticker.done(state.status)
             return state
         ticker.tick()
-        asyncio.run(asyncio.sleep(0.5))
+        time.sleep(0.5)
     raise NotReady(f"{service.name}: our process is running but has not answered for "
                    f"{timeout_s:.0f} s; see its logs, or `vexnudge stack down` and up again")
 

@@ -86,9 +86,18 @@ def process_matches(pid: int, ticks: int, marker: str) -> bool:
     return start_ticks(pid) == ticks and marker in cmdline(pid)
 
 
+TIME_WAIT = "06"
+LISTEN = "0A"
+
+
 def listening_pids(port: int) -> list[int]:
     """Pids holding a TCP socket that listens on ``port`` (any address)."""
-    inodes = _listening_inodes(port)
+    return pids_of_inodes({inode for state, inode in local_sockets(port) if state == LISTEN})
+
+
+def pids_of_inodes(inodes: set[str]) -> list[int]:
+    """Pids holding any of these socket inodes (all processes when root, else our own)."""
+    inodes = inodes - {"0"}
     if not inodes:
         return []
     targets = {f"socket:[{i}]" for i in inodes}
@@ -113,8 +122,13 @@ def _readlink(path: str) -> str:
         return ""
 
 
-def _listening_inodes(port: int) -> set[str]:
-    inodes: set[str] = set()
+def local_sockets(port: int) -> list[tuple[str, str]]:
+    """``(state, inode)`` of every TCP socket whose local port is ``port``.
+
+    States are the kernel's hex codes (``0A`` listen, ``06`` time-wait, ``01``
+    established); a time-wait socket has inode ``0``.
+    """
+    found: list[tuple[str, str]] = []
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         try:
             lines = Path(table).read_text().splitlines()[1:]
@@ -122,9 +136,9 @@ def _listening_inodes(port: int) -> set[str]:
             continue
         for line in lines:
             cols = line.split()
-            if len(cols) > 9 and cols[3] == "0A" and int(cols[1].rsplit(":", 1)[1], 16) == port:
-                inodes.add(cols[9])
-    return inodes
+            if len(cols) > 9 and int(cols[1].rsplit(":", 1)[1], 16) == port:
+                found.append((cols[3], cols[9]))
+    return found
 
 
 def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
