@@ -109,8 +109,9 @@ def load_migrations(source: Traversable | Path | None = None) -> list[Migration]
             continue
         version, name = parse_name(entry.name)
         if version in found:
-            raise BadMigrationSet(f"two migrations have version {version}: "
-                                  f"{found[version].name}.sql and {entry.name}")
+            raise BadMigrationSet(
+                f"two migrations have version {version}: {found[version].name}.sql and {entry.name}"
+            )
         found[version] = Migration(version, name, entry.read_text(encoding="utf-8"))
     return [found[v] for v in sorted(found)]
 
@@ -156,7 +157,8 @@ def lock_key(table: str) -> int:
 
 
 async def migrate(
-    conn: asyncpg.Connection, migrations: Sequence[Migration] | None = None,
+    conn: asyncpg.Connection,
+    migrations: Sequence[Migration] | None = None,
     table: str = DEFAULT_TABLE,
 ) -> MigrationReport:
     """Apply the pending migrations on ``conn``; idempotent.
@@ -177,8 +179,10 @@ async def migrate(
         rows = await conn.fetch(f"select version, checksum from {qualified}")
         applied = {r["version"]: r["checksum"] for r in rows}
         pending = plan(todo, applied)
-        report = MigrationReport(already_applied=len(todo) - len(pending),
-                                 unknown_versions=unknown_versions(todo, applied))
+        report = MigrationReport(
+            already_applied=len(todo) - len(pending),
+            unknown_versions=unknown_versions(todo, applied),
+        )
         for migration in pending:
             await _apply(conn, qualified, migration)
             report.applied.append(migration.name)
@@ -196,15 +200,23 @@ async def _apply(conn: asyncpg.Connection, qualified: str, migration: Migration)
             await conn.execute(migration.sql)
             await conn.execute(
                 f"insert into {qualified} (version, name, checksum) values ($1, $2, $3)",
-                migration.version, migration.name, migration.checksum,
+                migration.version,
+                migration.name,
+                migration.checksum,
             )
     except asyncpg.PostgresError as exc:
-        raise MigrationError(f"migration {migration.name}.sql failed and was rolled back: "
-                             f"{type(exc).__name__}: {exc}") from exc
+        raise MigrationError(
+            f"migration {migration.name}.sql failed and was rolled back: "
+            f"{type(exc).__name__}: {exc}"
+        ) from exc
 
 
-async def migrate_url(database_url: str, migrations: Sequence[Migration] | None = None,
-                      table: str = DEFAULT_TABLE, timeout_s: float = 10.0) -> MigrationReport:
+async def migrate_url(
+    database_url: str,
+    migrations: Sequence[Migration] | None = None,
+    table: str = DEFAULT_TABLE,
+    timeout_s: float = 10.0,
+) -> MigrationReport:
     """:func:`migrate` on a fresh connection to ``database_url``."""
     import asyncpg
 

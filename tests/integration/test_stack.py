@@ -19,6 +19,7 @@ from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from delivery.migrate import ChecksumMismatch, MigrationError, load_migrations, migrate, migrate_url
 from topology.settings import Settings
 from topology.stack import lifecycle
+from topology.stack.errors import PortInUse
 from topology.stack.report import Reporter
 
 pytestmark = pytest.mark.integration
@@ -33,11 +34,20 @@ def test_up_is_idempotent(stack: Settings) -> None:
 
 
 def test_status_command_reports_healthy(stack: Settings) -> None:
-    quiet = subprocess.run([sys.executable, "-m", "topology.cli", "stack", "status", "--quiet"],
-                           capture_output=True, text=True, timeout=60)
+    quiet = subprocess.run(
+        [sys.executable, "-m", "topology.cli", "stack", "status", "--quiet"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert quiet.returncode == 0 and quiet.stdout == ""
-    loud = subprocess.run([sys.executable, "-m", "topology.cli", "stack", "status"],
-                          capture_output=True, text=True, timeout=60, check=True)
+    loud = subprocess.run(
+        [sys.executable, "-m", "topology.cli", "stack", "status"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     assert "kafka" in loud.stdout and "postgres" in loud.stdout and "log: " in loud.stdout
 
 
@@ -56,13 +66,16 @@ async def test_broker_runs_our_configuration(stack: Settings) -> None:
     assert config["transaction.state.log.replication.factor"] == "1"
 
 
-async def test_topic_with_partitions_round_trips_a_message(stack: Settings, unique_prefix: str) -> None:
+async def test_topic_with_partitions_round_trips_a_message(
+    stack: Settings, unique_prefix: str
+) -> None:
     topic = f"{unique_prefix}roundtrip"
     admin = AIOKafkaAdminClient(bootstrap_servers=stack.kafka_bootstrap_servers)
     await admin.start()
     try:
-        await admin.create_topics([NewTopic(topic, num_partitions=stack.topic_partitions,
-                                            replication_factor=1)])
+        await admin.create_topics(
+            [NewTopic(topic, num_partitions=stack.topic_partitions, replication_factor=1)]
+        )
         described = await admin.describe_topics([topic])
     finally:
         await admin.close()
@@ -74,8 +87,9 @@ async def test_topic_with_partitions_round_trips_a_message(stack: Settings, uniq
         sent = await producer.send_and_wait(topic, b"hello", key=b"student-1", partition=5)
     finally:
         await producer.stop()
-    consumer = AIOKafkaConsumer(bootstrap_servers=stack.kafka_bootstrap_servers,
-                                enable_auto_commit=False)
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=stack.kafka_bootstrap_servers, enable_auto_commit=False
+    )
     await consumer.start()
     try:
         consumer.assign([TopicPartition(topic, 5)])
@@ -90,8 +104,12 @@ async def test_postgres_answers_and_lists_the_first_migration(stack: Settings) -
     conn = await asyncpg.connect(stack.database_url.get_secret_value(), timeout=10)
     try:
         assert await conn.fetchval("select 1") == 1
-        versions = [r["version"] for r in await conn.fetch(
-            "select version from public.schema_migrations order by version")]
+        versions = [
+            r["version"]
+            for r in await conn.fetch(
+                "select version from public.schema_migrations order by version"
+            )
+        ]
         schemas = {r["nspname"] for r in await conn.fetch("select nspname from pg_namespace")}
     finally:
         await conn.close()
@@ -129,11 +147,16 @@ async def test_changed_migration_is_refused(
     first = await migrate(conn, load_migrations(tmp_path), table=table)
     again = await migrate(conn, load_migrations(tmp_path), table=table)
     assert (first.applied, again.applied, again.already_applied) == (
-        ["0001_things", "0002_more"], [], 2)
+        ["0001_things", "0002_more"],
+        [],
+        2,
+    )
 
     (tmp_path / "0001_things.sql").write_text(f"create table {schema}.things (id bigint);")
     (tmp_path / "0003_new.sql").write_text(f"create table {schema}.newer (id int);")
-    with pytest.raises(ChecksumMismatch, match="0001_things.sql was changed after it was applied"):
+    with pytest.raises(
+        ChecksumMismatch, match=r"0001_things\.sql was changed after it was applied"
+    ):
         await migrate(conn, load_migrations(tmp_path), table=table)
     assert await conn.fetchval("select to_regclass($1)", f"{schema}.newer") is None
 
@@ -144,8 +167,9 @@ async def test_failed_migration_is_rolled_back(
     conn, schema = scratch_schema
     table = f"{schema}.schema_migrations"
     (tmp_path / "0001_half.sql").write_text(
-        f"create table {schema}.half (id int); select no_such_function();")
-    with pytest.raises(MigrationError, match="0001_half.sql failed and was rolled back"):
+        f"create table {schema}.half (id int); select no_such_function();"
+    )
+    with pytest.raises(MigrationError, match=r"0001_half\.sql failed and was rolled back"):
         await migrate(conn, load_migrations(tmp_path), table=table)
     assert await conn.fetchval("select to_regclass($1)", f"{schema}.half") is None
     assert await conn.fetchval(f'select count(*) from "{schema}".schema_migrations') == 0
@@ -166,8 +190,10 @@ def test_a_port_held_by_a_stranger_is_a_clear_error(stack: Settings, tmp_path: P
         listener.bind(("127.0.0.1", 0))
         listener.listen()
         port = listener.getsockname()[1]
-        blocked = stack.model_copy(update={"stack_dir": tmp_path / ".vexnudge", "postgres_port": port})
+        blocked = stack.model_copy(
+            update={"stack_dir": tmp_path / ".vexnudge", "postgres_port": port}
+        )
         (state,) = lifecycle.status(blocked, only=["postgres"])
         assert state.status == "blocked" and "not part of a vexnudge stack" in state.detail
-        with pytest.raises(lifecycle.PortInUse, match=f"port {port}"):
+        with pytest.raises(PortInUse, match=f"port {port}"):
             lifecycle.up(blocked, Reporter(quiet=True), only=["postgres"])

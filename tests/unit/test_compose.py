@@ -21,8 +21,13 @@ from topology.stack.kafka import parse_properties, render_server_properties
 
 COMPOSE = PROJECT_ROOT / "docker-compose.kafka.yml"
 #: server.properties keys about addresses and paths, checked by meaning rather than by value.
-ADDRESS_KEYS = {"listeners", "advertised.listeners", "controller.quorum.voters",
-                "listener.security.protocol.map", "log.dirs"}
+ADDRESS_KEYS = {
+    "listeners",
+    "advertised.listeners",
+    "controller.quorum.voters",
+    "listener.security.protocol.map",
+    "log.dirs",
+}
 #: KAFKA_* variables of the apache/kafka image that are not broker properties.
 IMAGE_VARS = {"KAFKA_HEAP_OPTS", "KAFKA_OPTS", "KAFKA_JVM_PERFORMANCE_OPTS", "KAFKA_LOG4J_OPTS"}
 
@@ -67,11 +72,14 @@ def _block(lines: list[str], i: int, indent: int) -> tuple[Any, int]:
     indent = _indent(lines[i])
     if lines[i].lstrip().startswith("- "):
         items = []
-        while i < len(lines) and (_blank(lines[i]) or (
-                _indent(lines[i]) == indent and lines[i].lstrip().startswith("- "))):
+        while i < len(lines) and (
+            _blank(lines[i]) or (_indent(lines[i]) == indent and lines[i].lstrip().startswith("- "))
+        ):
             if not _blank(lines[i]):
                 item = lines[i].lstrip()[2:]
-                assert not re.match(r"^[\w.-]+:( |$)", item), f"unsupported: mapping in list {item!r}"
+                assert not re.match(r"^[\w.-]+:( |$)", item), (
+                    f"unsupported: mapping in list {item!r}"
+                )
                 items.append(_scalar(item))
             i += 1
         return items, i
@@ -114,14 +122,16 @@ def compose() -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def kafka_env(compose: dict[str, Any]) -> dict[str, str]:
-    return compose["services"]["kafka"]["environment"]
+    env: dict[str, str] = compose["services"]["kafka"]["environment"]
+    return env
 
 
 @pytest.fixture(scope="module")
 def properties() -> dict[str, str]:
     defaults = {name: field.default for name, field in Settings.model_fields.items()}
-    text = render_server_properties(defaults["kafka_port"], defaults["topic_partitions"],
-                                    Path("/data"))
+    text = render_server_properties(
+        defaults["kafka_port"], defaults["topic_partitions"], Path("/data")
+    )
     return parse_properties(text)
 
 
@@ -130,9 +140,14 @@ def _default(name: str) -> Any:
 
 
 def env_name(prop: str) -> str:
-    """The apache/kafka image's variable for a property (``.``→``_``, ``_``→``__``, ``-``→``___``)."""
-    return "KAFKA_" + prop.replace("-", "\0").replace("_", "__").replace(".", "_").replace(
-        "\0", "___").upper()
+    """The apache/kafka image's variable for a property.
+
+    ``.`` becomes ``_``, ``_`` becomes ``__`` and ``-`` becomes ``___``.
+    """
+    return (
+        "KAFKA_"
+        + prop.replace("-", "\0").replace("_", "__").replace(".", "_").replace("\0", "___").upper()
+    )
 
 
 def listeners(value: str) -> dict[str, tuple[str, int]]:
@@ -147,7 +162,14 @@ def listeners(value: str) -> dict[str, tuple[str, int]]:
 
 # --- tests ------------------------------------------------------------------------------
 def test_parser_reads_the_whole_file(compose: dict[str, Any]) -> None:
-    assert set(compose["services"]) >= {"kafka", "postgres", "ollama", "migrate", "worker", "gateway"}
+    assert set(compose["services"]) >= {
+        "kafka",
+        "postgres",
+        "ollama",
+        "migrate",
+        "worker",
+        "gateway",
+    }
     assert "FROM python:3.11" in compose["services"]["migrate"]["build"]["dockerfile_inline"]
 
 
@@ -195,7 +217,9 @@ def test_listeners_are_reachable_where_advertised(
 ) -> None:
     bound = listeners(kafka_env["KAFKA_LISTENERS"])
     advertised = listeners(kafka_env["KAFKA_ADVERTISED_LISTENERS"])
-    protocols = dict(p.split(":") for p in kafka_env["KAFKA_LISTENER_SECURITY_PROTOCOL_MAP"].split(","))
+    protocols = dict(
+        p.split(":") for p in kafka_env["KAFKA_LISTENER_SECURITY_PROTOCOL_MAP"].split(",")
+    )
     controller = kafka_env["KAFKA_CONTROLLER_LISTENER_NAMES"]
     assert set(bound) == set(protocols) and controller in bound and controller not in advertised
     for name, (_, port) in advertised.items():
@@ -205,7 +229,9 @@ def test_listeners_are_reachable_where_advertised(
     host, port = advertised[internal]
     assert host == compose["services"]["kafka"]["hostname"] == "kafka"
     for app in ("worker", "gateway"):
-        assert compose["services"][app]["environment"]["KAFKA_BOOTSTRAP_SERVERS"] == f"{host}:{port}"
+        assert (
+            compose["services"][app]["environment"]["KAFKA_BOOTSTRAP_SERVERS"] == f"{host}:{port}"
+        )
     assert kafka_env["KAFKA_CONTROLLER_QUORUM_VOTERS"] == f"1@{host}:{bound[controller][1]}"
     # This machine reaches it where the local stack's broker is advertised, via a loopback port.
     (local,) = listeners(properties["advertised.listeners"]).values()
@@ -216,8 +242,14 @@ def test_listeners_are_reachable_where_advertised(
 
 def test_apps_use_settings_variables(compose: dict[str, Any]) -> None:
     fields = {name.upper() for name in Settings.model_fields}
-    common = {"KAFKA_BOOTSTRAP_SERVERS", "DATABASE_URL", "OLLAMA_HOST", "OLLAMA_MODEL",
-              "TOPIC_PARTITIONS", "TOPIC_REPLICATION_FACTOR"}
+    common = {
+        "KAFKA_BOOTSTRAP_SERVERS",
+        "DATABASE_URL",
+        "OLLAMA_HOST",
+        "OLLAMA_MODEL",
+        "TOPIC_PARTITIONS",
+        "TOPIC_REPLICATION_FACTOR",
+    }
     for app in ("worker", "gateway", "migrate"):
         env = compose["services"][app]["environment"]
         assert set(env) <= fields, f"{app}: not settings: {sorted(set(env) - fields)}"
@@ -226,7 +258,11 @@ def test_apps_use_settings_variables(compose: dict[str, Any]) -> None:
         url = urlsplit(env["DATABASE_URL"])
         local = urlsplit(_default("database_url").get_secret_value())
         assert (url.hostname, url.port, url.username, url.path) == (
-            "postgres", 5432, local.username, local.path)
+            "postgres",
+            5432,
+            local.username,
+            local.path,
+        )
     postgres = compose["services"]["postgres"]
     assert postgres["environment"]["POSTGRES_USER"] == local.username
     assert f"127.0.0.1:{_default('postgres_port')}:5432" in postgres["ports"]
@@ -255,9 +291,18 @@ top:   # comment
       line 2
   after: 1
 """
-    assert parse_compose(text) == {"top": {
-        "plain": "value", "quoted": "a # not a comment", "single": "it's", "list": ["x", "y"],
-        "flow": ["CMD", "a b"], "empty": None, "block": "line 1\n  line 2\n", "after": 1}}
+    assert parse_compose(text) == {
+        "top": {
+            "plain": "value",
+            "quoted": "a # not a comment",
+            "single": "it's",
+            "list": ["x", "y"],
+            "flow": ["CMD", "a b"],
+            "empty": None,
+            "block": "line 1\n  line 2\n",
+            "after": 1,
+        }
+    }
 
 
 def test_env_name_follows_the_image_convention() -> None:

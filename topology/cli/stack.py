@@ -18,18 +18,20 @@ _SERVICES = ("kafka", "postgres")
 def register(subparsers: Any) -> None:
     """Add ``stack`` and its sub-commands."""
     parser = subparsers.add_parser(
-        "stack", help="start/stop the local Kafka broker and PostgreSQL",
+        "stack",
+        help="start/stop the local Kafka broker and PostgreSQL",
         description="The local stack: a real Apache Kafka broker (KRaft, one node) and a "
-                    "throwaway PostgreSQL cluster, both on 127.0.0.1, data and logs under "
-                    "STACK_DIR (.vexnudge/ of the checkout).",
+        "throwaway PostgreSQL cluster, both on 127.0.0.1, data and logs under "
+        "STACK_DIR (.vexnudge/ of the checkout).",
     )
     actions = parser.add_subparsers(dest="stack_action", metavar="ACTION")
     actions.required = True
 
     up = actions.add_parser("up", help="start what is not running, then apply the migrations")
     _add_only(up)
-    up.add_argument("--fresh", action="store_true",
-                    help="stop the selected services and wipe their data first")
+    up.add_argument(
+        "--fresh", action="store_true", help="stop the selected services and wipe their data first"
+    )
     up.set_defaults(handler=_up)
 
     down = actions.add_parser("down", help="stop the services this stack started")
@@ -38,8 +40,12 @@ def register(subparsers: Any) -> None:
 
     status = actions.add_parser("status", help="each service's state, pid, port and logs")
     _add_only(status)
-    status.add_argument("--quiet", "-q", action="store_true",
-                        help="print nothing; exit 0 iff every selected service is healthy")
+    status.add_argument(
+        "--quiet",
+        "-q",
+        action="store_true",
+        help="print nothing; exit 0 iff every selected service is healthy",
+    )
     status.set_defaults(handler=_status)
 
     migrate = actions.add_parser("migrate", help="apply the schema migrations to DATABASE_URL")
@@ -47,8 +53,9 @@ def register(subparsers: Any) -> None:
 
 
 def _add_only(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--only", choices=_SERVICES, action="append",
-                        help="act on this service only (repeatable)")
+    parser.add_argument(
+        "--only", choices=_SERVICES, action="append", help="act on this service only (repeatable)"
+    )
 
 
 def _up(args: argparse.Namespace, settings: Settings) -> int:

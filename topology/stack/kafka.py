@@ -40,10 +40,19 @@ _KAFKA_JAR_RE = re.compile(r"kafka_2\.13-([0-9][^/:]*)\.jar")
 HOST = "127.0.0.1"
 #: The JVM options of ``kafka-server-start.sh``, with the dev heap.
 JVM_OPTS = (
-    "-Xms512m", "-Xmx512m", "-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
-    "-XX:InitiatingHeapOccupancyPercent=35", "-XX:+ExplicitGCInvokesConcurrent",
-    "-XX:MaxInlineLevel=15", "-XX:+ExitOnOutOfMemoryError", "-Djava.awt.headless=true",
-    "-Xshare:auto", "-Xlog:cds=off", "-Xlog:cds+dynamic=off",
+    "-Xms512m",
+    "-Xmx512m",
+    "-server",
+    "-XX:+UseG1GC",
+    "-XX:MaxGCPauseMillis=20",
+    "-XX:InitiatingHeapOccupancyPercent=35",
+    "-XX:+ExplicitGCInvokesConcurrent",
+    "-XX:MaxInlineLevel=15",
+    "-XX:+ExitOnOutOfMemoryError",
+    "-Djava.awt.headless=true",
+    "-Xshare:auto",
+    "-Xlog:cds=off",
+    "-Xlog:cds+dynamic=off",
 )
 
 
@@ -92,7 +101,7 @@ async def broker_answers(bootstrap: str, timeout_s: float = 3.0) -> bool:
         with _quiet_aiokafka():
             await asyncio.wait_for(client.bootstrap(), timeout_s)
         return bool(client.cluster.brokers())
-    except (KafkaError, OSError, asyncio.TimeoutError):
+    except (TimeoutError, KafkaError, OSError):
         return False
     finally:
         await client.close()
@@ -131,7 +140,7 @@ class KafkaService:
         self.paths = StackPaths(settings.stack_dir.resolve())
         self.cache = JarCache(settings.cache_dir, KAFKA_VERSION)
         self.port = settings.kafka_port
-        self.ports = (settings.kafka_port, settings.kafka_port + 1)
+        self.ports: tuple[int, ...] = (settings.kafka_port, settings.kafka_port + 1)
         self.marker = f"{KAFKA_MARKER}{self.paths.root}"
         self.bootstrap = f"{HOST}:{self.port}"
 
@@ -158,14 +167,29 @@ class KafkaService:
         self._write_config()
         self._format(java, classpath, reporter)
         cds_opts, extra = self._cds_options(java)
-        argv = [java.path, *JVM_OPTS, *cds_opts, *self._log_opts(), self.marker,
-                "-cp", classpath, "kafka.Kafka", str(self.paths.kafka_config)]
+        argv = [
+            java.path,
+            *JVM_OPTS,
+            *cds_opts,
+            *self._log_opts(),
+            self.marker,
+            "-cp",
+            classpath,
+            "kafka.Kafka",
+            str(self.paths.kafka_config),
+        ]
         self.paths.kafka_stdout.unlink(missing_ok=True)
         proc = start_detached(argv, self.paths.kafka_stdout, cwd=self.paths.kafka_dir)
         record = ProcessRecord(
-            service=self.name, pid=proc.pid, start_ticks=start_ticks(proc.pid) or 0, port=self.port,
-            marker=self.marker, stack_dir=str(self.paths.root), version=KAFKA_VERSION,
-            logs=self.logs(), extra=extra,
+            service=self.name,
+            pid=proc.pid,
+            start_ticks=start_ticks(proc.pid) or 0,
+            port=self.port,
+            marker=self.marker,
+            stack_dir=str(self.paths.root),
+            version=KAFKA_VERSION,
+            logs=self.logs(),
+            extra=extra,
         )
         record.save(self.paths.record(self.name))
         self._wait_ready(proc, record, reporter)
@@ -178,7 +202,9 @@ class KafkaService:
         dump_path = Path(dump)
         if outcome == "stopped" and dump_path.is_file() and dump_path.stat().st_size > 0:
             dump_path.replace(self.cache.archive)
-            self._archive_meta().write_text(json.dumps({"java": record.extra.get("java", "")}) + "\n")
+            self._archive_meta().write_text(
+                json.dumps({"java": record.extra.get("java", "")}) + "\n"
+            )
         else:
             dump_path.unlink(missing_ok=True)
 
@@ -186,26 +212,46 @@ class KafkaService:
     def _write_config(self) -> None:
         for folder in (self.paths.kafka_dir, self.paths.kafka_data, self.paths.kafka_logs):
             folder.mkdir(parents=True, exist_ok=True)
-        self.paths.kafka_config.write_text(render_server_properties(
-            self.port, self.settings.topic_partitions, self.paths.kafka_data))
+        self.paths.kafka_config.write_text(
+            render_server_properties(
+                self.port, self.settings.topic_partitions, self.paths.kafka_data
+            )
+        )
         log4j = resources.files("topology.stack").joinpath("log4j2.properties").read_text()
         self.paths.kafka_log4j.write_text(log4j)
 
     def _log_opts(self) -> list[str]:
-        return [f"-Dlog4j2.configurationFile=file:{self.paths.kafka_log4j}",
-                f"-Dkafka.logs.dir={self.paths.kafka_logs}"]
+        return [
+            f"-Dlog4j2.configurationFile=file:{self.paths.kafka_log4j}",
+            f"-Dkafka.logs.dir={self.paths.kafka_logs}",
+        ]
 
     def _format(self, java: Java, classpath: str, reporter: Reporter) -> None:
         if (self.paths.kafka_data / "meta.properties").is_file():
             return
         ticker = reporter.ticker("kafka: formatting storage")
-        argv = [java.path, "-Xmx256m", "-XX:TieredStopAtLevel=1", "-Xshare:auto", *self._log_opts(),
-                "-cp", classpath, "kafka.tools.StorageTool", "format", "-t", new_cluster_id(),
-                "-c", str(self.paths.kafka_config), "--ignore-formatted"]
+        argv = [
+            java.path,
+            "-Xmx256m",
+            "-XX:TieredStopAtLevel=1",
+            "-Xshare:auto",
+            *self._log_opts(),
+            "-cp",
+            classpath,
+            "kafka.tools.StorageTool",
+            "format",
+            "-t",
+            new_cluster_id(),
+            "-c",
+            str(self.paths.kafka_config),
+            "--ignore-formatted",
+        ]
         out = subprocess.run(argv, capture_output=True, text=True, timeout=180, check=False)
         if out.returncode != 0:
             text = "\n".join((out.stdout + out.stderr).splitlines()[-25:])
-            raise StackError(f"formatting Kafka storage failed (exit code {out.returncode}):\n{text}")
+            raise StackError(
+                f"formatting Kafka storage failed (exit code {out.returncode}):\n{text}"
+            )
         ticker.done("done")
 
     def _archive_meta(self) -> Path:
@@ -223,23 +269,27 @@ class KafkaService:
         dump = self.cache.root / f"kafka.jsa.dump-{secrets.token_hex(4)}"
         return [f"-XX:ArchiveClassesAtExit={dump}"], {"cds_dump": str(dump), "java": java.version}
 
-    def _wait_ready(self, proc: subprocess.Popen[bytes], record: ProcessRecord,
-                    reporter: Reporter) -> None:
+    def _wait_ready(
+        self, proc: subprocess.Popen[bytes], record: ProcessRecord, reporter: Reporter
+    ) -> None:
         ticker = reporter.ticker(f"kafka: waiting for the broker on {self.bootstrap}")
         deadline = time.monotonic() + READY_TIMEOUT_S
         while True:
             code = proc.poll()
             if code is not None:
-                raise NotReady(f"the Kafka broker exited with code {code} while starting.\n"
-                               f"{self._log_tail()}")
+                raise NotReady(
+                    f"the Kafka broker exited with code {code} while starting.\n{self._log_tail()}"
+                )
             if port_accepts(self.port) and asyncio.run(broker_answers(self.bootstrap)):
                 ticker.done("ready")
                 return
             if time.monotonic() > deadline:
                 self.after_stop(record, stop(record, signal.SIGKILL, 10.0))
                 self.paths.record(self.name).unlink(missing_ok=True)
-                raise NotReady(f"the Kafka broker was not ready after {READY_TIMEOUT_S:.0f} s "
-                               f"(stopped it).\n{self._log_tail()}")
+                raise NotReady(
+                    f"the Kafka broker was not ready after {READY_TIMEOUT_S:.0f} s "
+                    f"(stopped it).\n{self._log_tail()}"
+                )
             ticker.tick()
             time.sleep(0.25)
 

@@ -31,11 +31,19 @@ from topology.stack.kafka import KafkaService
 from topology.stack.paths import StackPaths
 from topology.stack.postgres import HOST, PostgresService, database_target
 from topology.stack.procs import (
-    TIME_WAIT, ProcessRecord, describe, listening_pids, local_sockets, pids_of_inodes, port_is_free,
-    stack_root_of, start_ticks, stop,
+    TIME_WAIT,
+    ProcessRecord,
+    describe,
+    listening_pids,
+    local_sockets,
+    pids_of_inodes,
+    port_is_free,
+    stack_root_of,
+    start_ticks,
+    stop,
 )
 from topology.stack.report import Reporter
-from topology.stack.service import Service, ServiceState
+from topology.stack.service import Service, ServiceState, Status
 
 SERVICES = ("kafka", "postgres")
 
@@ -68,7 +76,7 @@ def inspect(service: Service) -> ServiceState:
     root = service.paths
     record = ProcessRecord.load(root.record(service.name))
     if record is not None and record.is_running():
-        status = "running" if service.healthy() else "starting"
+        status: Status = "running" if service.healthy() else "starting"
         return ServiceState(service.name, status, service.port, record.pid, logs=record.logs)
     holders = [(port, pid) for port in service.ports for pid in listening_pids(port)]
     if not holders:
@@ -88,14 +96,27 @@ def _busy_without_listener(service: Service, port: int) -> ServiceState:
     """
     sockets = local_sockets(port)
     if sockets and all(state == TIME_WAIT for state, _ in sockets):
-        return ServiceState(service.name, "stopped", service.port, detail=(
-            f"port {port} is still held by closing client connections (TIME_WAIT); "
-            "`up` waits for them"))
+        return ServiceState(
+            service.name,
+            "stopped",
+            service.port,
+            detail=(
+                f"port {port} is still held by closing client connections (TIME_WAIT); "
+                "`up` waits for them"
+            ),
+        )
     pids = pids_of_inodes({inode for _, inode in sockets})
     who = describe(pids[0]) if pids else "a process this user cannot inspect"
-    return ServiceState(service.name, "blocked", service.port, pids[0] if pids else None, detail=(
-        f"port {port} is in use by {who}, as the local port of a connection "
-        f"(it lies in the ephemeral range {_ephemeral_range()})"))
+    return ServiceState(
+        service.name,
+        "blocked",
+        service.port,
+        pids[0] if pids else None,
+        detail=(
+            f"port {port} is in use by {who}, as the local port of a connection "
+            f"(it lies in the ephemeral range {_ephemeral_range()})"
+        ),
+    )
 
 
 def _ephemeral_range() -> str:
@@ -120,8 +141,10 @@ def _wait_ports_free(service: Service, reporter: Reporter, timeout_s: float = 75
         if state.status == "blocked" or time.monotonic() > deadline:
             raise PortInUse(blocked_message(state))
         if ticker is None:
-            ticker = reporter.ticker(f"{service.name}: port {busy[0]} is held by closing "
-                                     "connections (TIME_WAIT), waiting")
+            ticker = reporter.ticker(
+                f"{service.name}: port {busy[0]} is held by closing "
+                "connections (TIME_WAIT), waiting"
+            )
         ticker.tick()
         time.sleep(0.5)
 
@@ -129,13 +152,26 @@ def _wait_ports_free(service: Service, reporter: Reporter, timeout_s: float = 75
 def _inspect_holder(service: Service, root: StackPaths, port: int, pid: int) -> ServiceState:
     owner = stack_root_of(pid)
     if owner is None:
-        return ServiceState(service.name, "blocked", service.port, pid, detail=(
-            f"port {port} is in use by {describe(pid)}, which is not part of a vexnudge stack"))
+        return ServiceState(
+            service.name,
+            "blocked",
+            service.port,
+            pid,
+            detail=(
+                f"port {port} is in use by {describe(pid)}, which is not part of a vexnudge stack"
+            ),
+        )
     if owner == root.root:  # ours, but the record is gone: adopt it
-        ProcessRecord(service=service.name, pid=pid, start_ticks=start_ticks(pid) or 0,
-                      port=service.port, marker=service.marker, stack_dir=str(root.root),
-                      logs=service.logs()).save(root.record(service.name))
-        status = "running" if service.healthy() else "starting"
+        ProcessRecord(
+            service=service.name,
+            pid=pid,
+            start_ticks=start_ticks(pid) or 0,
+            port=service.port,
+            marker=service.marker,
+            stack_dir=str(root.root),
+            logs=service.logs(),
+        ).save(root.record(service.name))
+        status: Status = "running" if service.healthy() else "starting"
         return ServiceState(service.name, status, service.port, pid, logs=service.logs())
     problem = service.incompatible(pid)
     if problem is None and not service.healthy():
@@ -143,18 +179,30 @@ def _inspect_holder(service: Service, root: StackPaths, port: int, pid: int) -> 
     other = ProcessRecord.load(StackPaths(owner).record(service.name))
     logs = other.logs if other else ()
     if problem:
-        return ServiceState(service.name, "blocked", service.port, pid, owner=str(owner), logs=logs,
-                            detail=f"port {port} is held by the vexnudge stack of {owner}, "
-                                   f"which cannot be shared: {problem}")
+        return ServiceState(
+            service.name,
+            "blocked",
+            service.port,
+            pid,
+            owner=str(owner),
+            logs=logs,
+            detail=f"port {port} is held by the vexnudge stack of {owner}, "
+            f"which cannot be shared: {problem}",
+        )
     return ServiceState(service.name, "shared", service.port, pid, owner=str(owner), logs=logs)
 
 
 def blocked_message(state: ServiceState) -> str:
     """The error for a blocked service, with the ways out."""
-    fix = (f"Stop it (`vexnudge stack down` in {Path(state.owner).parent})" if state.owner
-           else "Stop that process")
-    return (f"{state.service}: {state.detail}. {fix}, or run this stack on other ports: "
-            "set KAFKA_PORT and POSTGRES_PORT (client addresses follow; see docs/stack.md).")
+    fix = (
+        f"Stop it (`vexnudge stack down` in {Path(state.owner).parent})"
+        if state.owner
+        else "Stop that process"
+    )
+    return (
+        f"{state.service}: {state.detail}. {fix}, or run this stack on other ports: "
+        "set KAFKA_PORT and POSTGRES_PORT (client addresses follow; see docs/stack.md)."
+    )
 
 
 @contextmanager
@@ -170,8 +218,9 @@ def stack_lock(settings: Settings) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def up(settings: Settings, reporter: Reporter, only: Iterable[str] | None = None,
-       fresh: bool = False) -> UpResult:
+def up(
+    settings: Settings, reporter: Reporter, only: Iterable[str] | None = None, fresh: bool = False
+) -> UpResult:
     """Start what is not running (idempotent), then apply the migrations.
 
     :raises StackError: with the reason and the fix.
@@ -202,10 +251,14 @@ def _up_one(service: Service, reporter: Reporter, fresh: bool) -> str:
         raise PortInUse(blocked_message(state))
     if state.status == "shared":
         if fresh:
-            raise StackError(f"{service.name}: --fresh would wipe the stack of {state.owner}; "
-                             "run it there instead")
-        reporter.say(f"{service.name}: using the running stack of {state.owner} "
-                     f"(pid {state.pid}, port {state.port})")
+            raise StackError(
+                f"{service.name}: --fresh would wipe the stack of {state.owner}; "
+                "run it there instead"
+            )
+        reporter.say(
+            f"{service.name}: using the running stack of {state.owner} "
+            f"(pid {state.pid}, port {state.port})"
+        )
         return "shared"
     if state.status in ("running", "starting") and fresh:
         _stop_one(service, reporter)
@@ -234,8 +287,10 @@ def _wait_healthy(service: Service, reporter: Reporter, timeout_s: float = 90.0)
             return state
         ticker.tick()
         time.sleep(0.5)
-    raise NotReady(f"{service.name}: our process is running but has not answered for "
-                   f"{timeout_s:.0f} s; see its logs, or `vexnudge stack down` and up again")
+    raise NotReady(
+        f"{service.name}: our process is running but has not answered for "
+        f"{timeout_s:.0f} s; see its logs, or `vexnudge stack down` and up again"
+    )
 
 
 def _prepare_database(settings: Settings, reporter: Reporter) -> str:
@@ -244,8 +299,10 @@ def _prepare_database(settings: Settings, reporter: Reporter) -> str:
     url = settings.database_url.get_secret_value()
     host, port, user, dbname = database_target(url)
     if port != settings.postgres_port or host not in (HOST, "localhost"):
-        reporter.say(f"postgres: DATABASE_URL points at {host}:{port}, not at the local cluster; "
-                     "not migrating it (`vexnudge stack migrate` does)")
+        reporter.say(
+            f"postgres: DATABASE_URL points at {host}:{port}, not at the local cluster; "
+            "not migrating it (`vexnudge stack migrate` does)"
+        )
         return ""
     asyncio.run(PostgresService(settings).ensure_database())
     report = asyncio.run(migrate_url(url))
@@ -253,7 +310,9 @@ def _prepare_database(settings: Settings, reporter: Reporter) -> str:
     return report.summary()
 
 
-def down(settings: Settings, reporter: Reporter, only: Iterable[str] | None = None) -> dict[str, str]:
+def down(
+    settings: Settings, reporter: Reporter, only: Iterable[str] | None = None
+) -> dict[str, str]:
     """Stop the services this stack started; never anything else.
 
     :returns: per service ``stopped``, ``killed``, ``not running`` or ``shared``.
@@ -272,7 +331,9 @@ def _stop_one(service: Service, reporter: Reporter) -> str:
         root.record(service.name).unlink(missing_ok=True)
         state = inspect(service)
         if state.status == "shared":
-            reporter.say(f"{service.name}: not stopping it, it belongs to the stack of {state.owner}")
+            reporter.say(
+                f"{service.name}: not stopping it, it belongs to the stack of {state.owner}"
+            )
             return "shared"
         if state.status in ("running", "starting"):  # adopted just now
             return _stop_one(service, reporter)
@@ -329,10 +390,10 @@ async def wait_answering(settings: Settings, timeout_s: float = 30.0) -> None:
     async def database_answers() -> bool:
         try:
             conn = await asyncpg.connect(settings.database_url.get_secret_value(), timeout=3.0)
-        except (OSError, asyncio.TimeoutError, asyncpg.PostgresError):
+        except (TimeoutError, OSError, asyncpg.PostgresError):
             return False
         try:
-            return await conn.fetchval("select 1") == 1
+            return bool(await conn.fetchval("select 1") == 1)
         finally:
             await conn.close()
 
@@ -345,6 +406,12 @@ async def wait_answering(settings: Settings, timeout_s: float = 30.0) -> None:
         if kafka_ok and db_ok:
             return
         await asyncio.sleep(0.5)
-    missing = [name for name, ok in (("Kafka at " + settings.kafka_bootstrap_servers, kafka_ok),
-                                     ("PostgreSQL (DATABASE_URL)", db_ok)) if not ok]
+    missing = [
+        name
+        for name, ok in (
+            ("Kafka at " + settings.kafka_bootstrap_servers, kafka_ok),
+            ("PostgreSQL (DATABASE_URL)", db_ok),
+        )
+        if not ok
+    ]
     raise NotReady(f"no answer from {' and '.join(missing)} within {timeout_s:.0f} s")

@@ -63,8 +63,12 @@ def find_pg_bin(search: tuple[str, ...] = ("/usr/lib/postgresql",)) -> Path | No
 def database_target(database_url: str) -> tuple[str, int, str, str]:
     """``(host, port, user, dbname)`` of a ``postgresql://`` URL."""
     parts = urlsplit(database_url)
-    return (parts.hostname or HOST, parts.port or 5432, unquote(parts.username or SUPERUSER),
-            unquote(parts.path.lstrip("/")) or unquote(parts.username or SUPERUSER))
+    return (
+        parts.hostname or HOST,
+        parts.port or 5432,
+        unquote(parts.username or SUPERUSER),
+        unquote(parts.path.lstrip("/")) or unquote(parts.username or SUPERUSER),
+    )
 
 
 class PostgresService:
@@ -78,7 +82,7 @@ class PostgresService:
         self.settings = settings
         self.paths = StackPaths(settings.stack_dir.resolve())
         self.port = settings.postgres_port
-        self.ports = (settings.postgres_port,)
+        self.ports: tuple[int, ...] = (settings.postgres_port,)
         self.marker = str(self.paths.pg_data)
 
     # --- Service -----------------------------------------------------------------
@@ -108,14 +112,21 @@ class PostgresService:
         self._pg_ctl_start(bindir, user, reporter)
         pid = int((self.paths.pg_data / "postmaster.pid").read_text().split()[0])
         record = ProcessRecord(
-            service=self.name, pid=pid, start_ticks=start_ticks(pid) or 0, port=self.port,
-            marker=self.marker, stack_dir=str(self.paths.root),
-            version=(self.paths.pg_data / "PG_VERSION").read_text().strip(), logs=self.logs(),
+            service=self.name,
+            pid=pid,
+            start_ticks=start_ticks(pid) or 0,
+            port=self.port,
+            marker=self.marker,
+            stack_dir=str(self.paths.root),
+            version=(self.paths.pg_data / "PG_VERSION").read_text().strip(),
+            logs=self.logs(),
         )
         record.save(self.paths.record(self.name))
         if not asyncio.run(self._answers(timeout_s=10.0)):
-            raise NotReady(f"PostgreSQL started but does not answer on {HOST}:{self.port}.\n"
-                           f"{tail(self.paths.pg_log, 30)}")
+            raise NotReady(
+                f"PostgreSQL started but does not answer on {HOST}:{self.port}.\n"
+                f"{tail(self.paths.pg_log, 30)}"
+            )
         return record
 
     async def ensure_database(self) -> tuple[str, str]:
@@ -123,8 +134,9 @@ class PostgresService:
         import asyncpg
 
         _, _, user, dbname = database_target(self.settings.database_url.get_secret_value())
-        conn = await asyncpg.connect(host=HOST, port=self.port, user=SUPERUSER, database="postgres",
-                                     timeout=10)
+        conn = await asyncpg.connect(
+            host=HOST, port=self.port, user=SUPERUSER, database="postgres", timeout=10
+        )
         try:
             if not await conn.fetchval("select 1 from pg_roles where rolname = $1", user):
                 await conn.execute(f"create role {_ident(user)} login createdb")
@@ -139,12 +151,13 @@ class PostgresService:
         import asyncpg
 
         try:
-            conn = await asyncpg.connect(host=HOST, port=self.port, user=SUPERUSER,
-                                         database="postgres", timeout=timeout_s)
-        except (OSError, asyncio.TimeoutError, asyncpg.PostgresError):
+            conn = await asyncpg.connect(
+                host=HOST, port=self.port, user=SUPERUSER, database="postgres", timeout=timeout_s
+            )
+        except (TimeoutError, OSError, asyncpg.PostgresError):
             return False
         try:
-            return await conn.fetchval("select 1", timeout=timeout_s) == 1
+            return bool(await conn.fetchval("select 1", timeout=timeout_s) == 1)
         finally:
             await conn.close()
 
@@ -155,21 +168,45 @@ class PostgresService:
         if os.geteuid() != 0:
             raise ToolMissing(
                 "PostgreSQL server binaries (initdb, pg_ctl, postgres) were not found on PATH or "
-                "under /usr/lib/postgresql/*/bin. Install them, e.g. `sudo apt-get install postgresql` "
-                "(Debian/Ubuntu), then run `vexnudge stack up` again.")
-        reporter.say("postgres: server binaries not found, installing Debian's postgresql with apt-get")
-        for argv in (["apt-get", "update", "-q"],
-                     ["env", "DEBIAN_FRONTEND=noninteractive", "apt-get", "install", "-y", "-q",
-                      "--no-install-recommends", "postgresql"]):
-            out = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL,
-                                 check=False, timeout=900)
+                "under /usr/lib/postgresql/*/bin. Install them, e.g. "
+                "`sudo apt-get install postgresql` (Debian/Ubuntu), "
+                "then run `vexnudge stack up` again."
+            )
+        reporter.say(
+            "postgres: server binaries not found, installing Debian's postgresql with apt-get"
+        )
+        for argv in (
+            ["apt-get", "update", "-q"],
+            [
+                "env",
+                "DEBIAN_FRONTEND=noninteractive",
+                "apt-get",
+                "install",
+                "-y",
+                "-q",
+                "--no-install-recommends",
+                "postgresql",
+            ],
+        ):
+            out = subprocess.run(
+                argv,
+                capture_output=True,
+                text=True,
+                stdin=subprocess.DEVNULL,
+                check=False,
+                timeout=900,
+            )
             if out.returncode != 0:
                 text = "\n".join((out.stdout + out.stderr).splitlines()[-15:])
-                raise ToolMissing(f"`{' '.join(argv)}` failed (exit code {out.returncode}); install "
-                                  f"PostgreSQL's server package (postgresql) by hand.\n{text}")
+                raise ToolMissing(
+                    f"`{' '.join(argv)}` failed (exit code {out.returncode}); install "
+                    f"PostgreSQL's server package (postgresql) by hand.\n{text}"
+                )
         found = find_pg_bin()
         if not found:
-            raise ToolMissing("apt-get installed postgresql but no initdb/pg_ctl was found afterwards")
+            raise ToolMissing(
+                "apt-get installed postgresql but no initdb/pg_ctl was found afterwards"
+            )
         return found
 
     def _server_user(self) -> tuple[int, int] | None:
@@ -182,12 +219,25 @@ class PostgresService:
                 return entry.pw_uid, entry.pw_gid
             except KeyError:
                 continue
-        out = subprocess.run(["useradd", "--system", "--user-group", "--no-create-home",
-                              "--shell", "/usr/sbin/nologin", "vexnudge"],
-                             capture_output=True, text=True, check=False)
+        out = subprocess.run(
+            [
+                "useradd",
+                "--system",
+                "--user-group",
+                "--no-create-home",
+                "--shell",
+                "/usr/sbin/nologin",
+                "vexnudge",
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         if out.returncode != 0:
-            raise StackError(f"initdb refuses to run as root and creating a `vexnudge` system user "
-                             f"failed: {out.stderr.strip()}")
+            raise StackError(
+                f"initdb refuses to run as root and creating a `vexnudge` system user "
+                f"failed: {out.stderr.strip()}"
+            )
         entry = pwd.getpwnam("vexnudge")
         return entry.pw_uid, entry.pw_gid
 
@@ -200,33 +250,62 @@ class PostgresService:
             return
         for folder in (p.pg_data, p.pg_socket_dir, p.pg_logs):
             os.chown(folder, *user)
-        probe = subprocess.run(["test", "-w", str(p.pg_data)], user=user[0], group=user[1],
-                               extra_groups=[], check=False)
+        probe = subprocess.run(
+            ["test", "-w", str(p.pg_data)],
+            user=user[0],
+            group=user[1],
+            extra_groups=[],
+            check=False,
+        )
         if probe.returncode != 0:
             name = pwd.getpwuid(user[0]).pw_name
             raise StackError(
                 f"PostgreSQL must run as the unprivileged user `{name}` (initdb refuses root), and "
                 f"that user cannot reach {p.pg_data}: a parent folder is not searchable by others. "
-                f"Point STACK_DIR at a folder it can reach (e.g. STACK_DIR=/var/tmp/vexnudge-stack) "
-                f"or `chmod o+x` the parent folders.")
+                "Point STACK_DIR at a folder it can reach (e.g. STACK_DIR=/var/tmp/vexnudge-stack) "
+                "or `chmod o+x` the parent folders."
+            )
 
-    def _run_as(self, user: tuple[int, int] | None, argv: list[str],
-                timeout_s: float) -> subprocess.CompletedProcess[str]:
-        kwargs: dict[str, object] = {}
-        if user is not None:
-            kwargs.update(user=user[0], group=user[1], extra_groups=[])
-        return subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL,  # type: ignore[call-overload, no-any-return]
-                              cwd=self.paths.pg_dir, timeout=timeout_s, check=False,
-                              start_new_session=True, **kwargs)
+    def _run_as(
+        self, user: tuple[int, int] | None, argv: list[str], timeout_s: float
+    ) -> subprocess.CompletedProcess[str]:
+        """Run ``argv`` as ``(uid, gid)`` (root only), or as ourselves when ``user`` is None."""
+        return subprocess.run(
+            argv,
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+            cwd=self.paths.pg_dir,
+            timeout=timeout_s,
+            check=False,
+            start_new_session=True,
+            user=user[0] if user else None,
+            group=user[1] if user else None,
+            extra_groups=[] if user else None,
+        )
 
     def _initdb(self, bindir: Path, user: tuple[int, int] | None, reporter: Reporter) -> None:
         ticker = reporter.ticker("postgres: creating the cluster (initdb)")
-        out = self._run_as(user, [str(bindir / "initdb"), "-D", str(self.paths.pg_data),
-                                  "-U", SUPERUSER, "--auth=trust", "--encoding=UTF8",
-                                  "--locale=C", "--no-sync"], 300)
+        out = self._run_as(
+            user,
+            [
+                str(bindir / "initdb"),
+                "-D",
+                str(self.paths.pg_data),
+                "-U",
+                SUPERUSER,
+                "--auth=trust",
+                "--encoding=UTF8",
+                "--locale=C",
+                "--no-sync",
+            ],
+            300,
+        )
         if out.returncode != 0:
             shutil.rmtree(self.paths.pg_data, ignore_errors=True)
-            raise StackError(f"initdb failed (exit code {out.returncode}):\n{out.stdout}{out.stderr}")
+            raise StackError(
+                f"initdb failed (exit code {out.returncode}):\n{out.stdout}{out.stderr}"
+            )
         with open(self.paths.pg_data / "postgresql.conf", "a") as conf:
             conf.write(_SERVER_CONF)
         ticker.done("done")
@@ -248,13 +327,29 @@ class PostgresService:
     def _pg_ctl_start(self, bindir: Path, user: tuple[int, int] | None, reporter: Reporter) -> None:
         ticker = reporter.ticker(f"postgres: starting on {HOST}:{self.port}")
         options = f"-p {self.port} -k {shlex.quote(self._socket_dir())}"
-        out = self._run_as(user, [str(bindir / "pg_ctl"), "-D", str(self.paths.pg_data), "-l",
-                                  str(self.paths.pg_log), "-o", options, "-w", "-t",
-                                  str(READY_TIMEOUT_S), "start"], READY_TIMEOUT_S + 30)
+        out = self._run_as(
+            user,
+            [
+                str(bindir / "pg_ctl"),
+                "-D",
+                str(self.paths.pg_data),
+                "-l",
+                str(self.paths.pg_log),
+                "-o",
+                options,
+                "-w",
+                "-t",
+                str(READY_TIMEOUT_S),
+                "start",
+            ],
+            READY_TIMEOUT_S + 30,
+        )
         if out.returncode != 0:
-            raise NotReady(f"pg_ctl could not start PostgreSQL (exit code {out.returncode}).\n"
-                           f"{out.stdout}{out.stderr}\n--- last lines of {self.paths.pg_log}:\n"
-                           f"{tail(self.paths.pg_log, 30)}")
+            raise NotReady(
+                f"pg_ctl could not start PostgreSQL (exit code {out.returncode}).\n"
+                f"{out.stdout}{out.stderr}\n--- last lines of {self.paths.pg_log}:\n"
+                f"{tail(self.paths.pg_log, 30)}"
+            )
         ticker.done("ready")
 
 

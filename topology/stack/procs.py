@@ -9,6 +9,7 @@ Linux only: identity and port ownership are read from ``/proc``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -172,22 +173,21 @@ def describe(pid: int) -> str:
     return f"pid {pid} ({text or 'command line not readable'})"
 
 
-def start_detached(
-    argv: Sequence[str], log_path: Path, cwd: Path, user: tuple[int, int] | None = None
-) -> subprocess.Popen[bytes]:
+def start_detached(argv: Sequence[str], log_path: Path, cwd: Path) -> subprocess.Popen[bytes]:
     """Start ``argv`` in its own session, stdout and stderr appended to ``log_path``.
 
     The child survives the CLI exiting (new session, no inherited terminal).
-    ``user`` is ``(uid, gid)`` to drop privileges to, when running as root.
     """
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "ab") as log:
-        kwargs: dict[str, object] = {}
-        if user is not None:
-            kwargs.update(user=user[0], group=user[1], extra_groups=[])
-        return subprocess.Popen(  # noqa: S603 - argv is built by us
-            list(argv), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-            cwd=cwd, start_new_session=True, close_fds=True, **kwargs,  # type: ignore[arg-type]
+        return subprocess.Popen(
+            list(argv),
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=cwd,
+            start_new_session=True,
+            close_fds=True,
         )
 
 
@@ -219,10 +219,8 @@ def wait_gone(record: ProcessRecord, timeout_s: float) -> bool:
 
 
 def _reap(pid: int) -> None:
-    try:
+    with contextlib.suppress(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        pass
 
 
 def tail(path: Path, lines: int = 40) -> str:
