@@ -97,7 +97,7 @@ def _read_block(
     """A block's label, key and plugged blocks ``(connector label, element)``."""
     fields: dict[str, str] = {}
     shadows: dict[str, str] = {}
-    inputs: list[tuple[int, str, ET.Element]] = []
+    groups: tuple[list[tuple[str, ET.Element]], ...] = ([], [], [])
     for child in block:
         tag = local[child.tag]
         if tag == "field":
@@ -107,11 +107,11 @@ def _read_block(
         elif tag in _INPUT_ORDER:
             name = child.get("name", "")
             plugged = [el for el in child if local[el.tag] == "block"]
-            connector = "next" if tag == "next" else f"{tag}:{name}"
-            inputs.extend((_INPUT_ORDER[tag], connector, el) for el in plugged)
-            if not plugged and tag == "value":
-                shadows.update(_shadow_entries(child, name, local))
-    inputs.sort(key=lambda item: item[0])  # stable: document order within a group
+            if plugged:
+                connector = "next" if tag == "next" else f"{tag}:{name}"
+                groups[_INPUT_ORDER[tag]].extend((connector, el) for el in plugged)
+            elif tag == "value":
+                _add_shadow_entries(child, name, local, shadows)
     kind = block.get("type", "unknown")
     own = sorted(fields.items())
     shown = sorted(shadows.items())
@@ -120,7 +120,28 @@ def _read_block(
         ("B" + kind, _ITEM.join(k + _PAIR + v for k, v in own),
          _ITEM.join(k + _PAIR + v for k, v in shown))
     )
-    return label, key, [(connector, el) for _, connector, el in inputs]
+    return label, key, groups[0] + groups[1] + groups[2]
+
+
+def _add_shadow_entries(
+    value: ET.Element, prefix: str, local: _LocalNames, out: dict[str, str]
+) -> None:
+    """Add the entries of the shadows directly inside ``value`` to ``out``.
+
+    The common one-level case is handled here; nested shadow values go through
+    :func:`_shadow_entries`, which keeps the same document order.
+    """
+    for shadow in value:
+        if local[shadow.tag] != "shadow":
+            continue
+        for item in shadow:
+            tag = local[item.tag]
+            if tag == "field":
+                name = item.get("name")
+                if name:
+                    out[f"{prefix}.{name}"] = (item.text or "").strip()
+            elif tag == "value":
+                out.update(_shadow_entries(item, f"{prefix}.{item.get('name') or ''}", local))
 
 
 def _shadow_entries(
