@@ -21,7 +21,7 @@ import hashlib
 from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, Self, TypeVar
 
 
 class _TreeNode(Protocol):
@@ -29,7 +29,10 @@ class _TreeNode(Protocol):
     def key(self) -> str: ...
 
     @property
-    def children(self) -> Sequence[_TreeNode]: ...
+    def children(self) -> Sequence[Self]: ...
+
+
+_N = TypeVar("_N", bound=_TreeNode)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -81,7 +84,7 @@ class Shape:
         )
 
 
-def build_shape(root: _TreeNode, is_connector: Callable[[_TreeNode], bool]) -> Shape:
+def build_shape(root: _N, is_connector: Callable[[_N], bool]) -> Shape:
     """Contract ``root``'s tree (splicing out connectors) and decompose it both ways."""
     keys, kids = _contract(root, is_connector)
     label_index: dict[str, int] = {}
@@ -95,12 +98,12 @@ def build_shape(root: _TreeNode, is_connector: Callable[[_TreeNode], bool]) -> S
 
 
 def _contract(
-    root: _TreeNode, is_connector: Callable[[_TreeNode], bool]
+    root: _N, is_connector: Callable[[_N], bool]
 ) -> tuple[list[str], list[list[int]]]:
     """Node keys and child lists of the contracted tree, in preorder (ROOT = 0)."""
     keys: list[str] = []
     kids: list[list[int]] = []
-    stack: list[tuple[_TreeNode, int]] = [(root, -1)]
+    stack: list[tuple[_N, int]] = [(root, -1)]
     while stack:
         node, parent = stack.pop()
         index = len(keys)
@@ -108,7 +111,7 @@ def _contract(
         kids.append([])
         if parent >= 0:
             kids[parent].append(index)
-        below: list[_TreeNode] = []
+        below: list[_N] = []
         for child in node.children:
             if is_connector(child):
                 below.extend(child.children)

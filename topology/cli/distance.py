@@ -8,9 +8,9 @@ Two forms:
 * ``vexnudge distance --pairs FILE.jsonl`` reads lines ``{"a": xml, "b": xml}``
   and writes, in order, one line ``{"distance": n}`` or ``{"error": reason}``
   per input line to stdout, then a timing summary on stderr.  Reasons:
-  ``empty_line``, ``invalid_utf8``, ``invalid_json``, ``not_an_object``, ``missing_a``/``missing_b``,
-  ``a_not_string``/``b_not_string``, ``xml_error``, ``too_many_blocks``,
-  ``too_costly``.  Per-line errors do not change the exit status.
+  ``empty_line``, ``invalid_utf8``, ``invalid_json``, ``not_an_object``,
+  ``missing_a``/``missing_b``, ``a_not_string``/``b_not_string``, ``xml_error``,
+  ``too_many_blocks``, ``too_costly``.  Per-line errors do not change the exit status.
 
 The block limit and cache size come from the settings (``TREE_EDIT_MAX_BLOCKS``,
 ``TREE_EDIT_CACHE_SIZE``).

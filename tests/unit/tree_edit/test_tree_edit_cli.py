@@ -92,7 +92,9 @@ def test_pairs_file_answers_every_line_in_order(
     assert "median:" in captured.err and "cached 1" in captured.err
 
 
-def test_pairs_from_stdin(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_pairs_from_stdin(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     stdin = io.TextIOWrapper(io.BytesIO(json.dumps({"a": A, "b": B}).encode()))
     monkeypatch.setattr(sys, "stdin", stdin)
     assert main(["distance", "--pairs", "-"]) == 0

@@ -19,12 +19,14 @@ README_EXAMPLE = f"""
   <block type="pg_events_when_started" id="h7#Qe" x="220" y="90">
     <next><block type="pg_drivetrain_drive_for" id="t2$Lw">
       <field name="DIRECTION">fwd</field><field name="UNITS">mm</field>
-      <value name="AMOUNT"><shadow type="math_number" id="n1"><field name="NUM">600</field></shadow></value>
+      <value name="AMOUNT"><shadow type="math_number" id="n1">
+        <field name="NUM">600</field></shadow></value>
     </block></next>
   </block>
   <block type="pg_drivetrain_turn_for" id="d9!Kp" x="480" y="260">
     <field name="TURNDIRECTION">left</field>
-    <value name="AMOUNT"><shadow type="math_number" id="n2"><field name="NUM">90</field></shadow></value>
+    <value name="AMOUNT"><shadow type="math_number" id="n2">
+      <field name="NUM">90</field></shadow></value>
   </block>
 </xml>"""
 
@@ -150,7 +152,8 @@ def test_children_order_values_then_statements_then_next() -> None:
 
 
 def test_several_blocks_in_one_input_each_get_a_connector() -> None:
-    body = "<block type='t'><statement name='S'><block type='a'/><block type='b'/></statement></block>"
+    body = ("<block type='t'><statement name='S'><block type='a'/><block type='b'/>"
+            "</statement></block>")
     tree = parse_workspace(f"<xml>{body}</xml>")
     assert tree.outline() == "ROOT(t(statement:S(a), statement:S(b)))"
     assert (tree.n_blocks, tree.label_tree_size) == (3, 6)
@@ -160,7 +163,8 @@ def test_ids_positions_mutations_comments_and_data_never_count() -> None:
     a = parse_workspace(
         "<xml><block type='t' id='1' x='1' y='2'><mutation items='3'/><comment>c</comment>"
         "<data>d</data><field name='F'>v</field><value name='N'>"
-        "<shadow type='math_number' id='s1'><field name='NUM'>1</field></shadow></value></block></xml>"
+        "<shadow type='math_number' id='s1'><field name='NUM'>1</field></shadow></value>"
+        "</block></xml>"
     )
     b = parse_workspace(
         "<xml><block type='t' id='2' x='9' y='9' collapsed='true'><field name='F'>v</field>"

@@ -8,6 +8,7 @@ shadows, stray stacks) or arbitrary small trees over a tiny label alphabet
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -28,13 +29,14 @@ def blockly_pairs(draw: st.DrawFn, max_blocks: int = 75) -> tuple[Tree, Tree, Tr
     first = synthetic.random_program(rng, draw(st.integers(0, max_blocks)))
     second = synthetic.edited(rng, first, draw(st.integers(0, 10)))
     third = synthetic.edited(rng, second, draw(st.integers(0, 10)))
-    return tuple(parse_workspace(synthetic.to_xml(p, rng)) for p in (first, second, third))
+    a, b, c = (parse_workspace(synthetic.to_xml(p, rng)) for p in (first, second, third))
+    return a, b, c
 
 
 _LEAF = st.tuples(st.sampled_from("abc"), st.sampled_from(["", "1", "2"]))
 
 
-def _xml_block(node: tuple) -> str:
+def _xml_block(node: tuple[Any, ...]) -> str:
     kind, field, *inputs = node
     parts = [f"<block type='{kind}'>"]
     if field:
