@@ -36,6 +36,7 @@ def register(subparsers: Any) -> None:
 
     down = actions.add_parser("down", help="stop the services this stack started")
     _add_only(down)
+    down.add_argument("--wipe", action="store_true", help="also delete their data")
     down.set_defaults(handler=_down)
 
     status = actions.add_parser("status", help="each service's state, pid, port and logs")
@@ -69,7 +70,7 @@ def _down(args: argparse.Namespace, settings: Settings) -> int:
     from topology.stack import lifecycle
     from topology.stack.report import Reporter
 
-    return _guard(lambda: lifecycle.down(settings, Reporter(), args.only))
+    return _guard(lambda: lifecycle.down(settings, Reporter(), args.only, wipe=args.wipe))
 
 
 def _status(args: argparse.Namespace, settings: Settings) -> int:

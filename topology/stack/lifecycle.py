@@ -311,16 +311,20 @@ def _prepare_database(settings: Settings, reporter: Reporter) -> str:
 
 
 def down(
-    settings: Settings, reporter: Reporter, only: Iterable[str] | None = None
+    settings: Settings, reporter: Reporter, only: Iterable[str] | None = None, wipe: bool = False
 ) -> dict[str, str]:
     """Stop the services this stack started; never anything else.
 
+    :param wipe: also delete their data (never that of a shared service).
     :returns: per service ``stopped``, ``killed``, ``not running`` or ``shared``.
     """
     outcomes: dict[str, str] = {}
     with stack_lock(settings):
         for service in reversed(services(settings, only)):
             outcomes[service.name] = _stop_one(service, reporter)
+            if wipe and outcomes[service.name] != "shared":
+                service.wipe()
+                reporter.say(f"{service.name}: data deleted")
     return outcomes
 
 

@@ -5,7 +5,8 @@ checkout by default)::
 
     run/kafka.json, run/postgres.json   what we started: pid, start time, port, version
     kafka/server.properties, kafka/log4j2.properties, kafka/data/
-    postgres/data/, postgres/run/       the cluster and its Unix socket
+    postgres/data/, postgres/run/       the cluster and its Unix socket (see postgres.py
+                                        for when it has to live in /var/tmp instead)
     logs/kafka/server.log, logs/kafka/stdout.log, logs/postgres/postgres.log
 
 The broker jars are shared by every checkout in ``settings.cache_dir``::
@@ -92,8 +93,16 @@ class StackPaths:
         return self.pg_logs / "postgres.log"
 
 
+#: Beside a cluster kept outside its stack folder: the stack folder it belongs to.
+PG_OWNER_FILE = "stack_root"
+
+
 def stack_root_of_pg_data(data_dir: Path) -> Path | None:
-    """The stack folder whose cluster lives in ``data_dir``, if it is laid out like ours."""
+    """The stack folder whose cluster lives in ``data_dir``, if it is one of ours."""
+    try:
+        return Path((data_dir.parent / PG_OWNER_FILE).read_text().strip())
+    except OSError:
+        pass
     if data_dir.name == "data" and data_dir.parent.name == "postgres":
         return data_dir.parent.parent
     return None

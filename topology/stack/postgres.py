@@ -13,23 +13,28 @@ When no server binaries are found they are installed with apt-get as root.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
 import pwd
 import re
 import shlex
 import shutil
 import signal
+import stat
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from topology.settings import Settings
 from topology.stack.errors import NotReady, StackError, ToolMissing
-from topology.stack.paths import StackPaths
+from topology.stack.paths import PG_OWNER_FILE, StackPaths, stack_root_of_pg_data
 from topology.stack.procs import ProcessRecord, cmdline, start_ticks, tail
 from topology.stack.report import Reporter
 
 HOST = "127.0.0.1"
+#: Where a cluster goes when the server user cannot reach the stack folder.
+OUTSIDE_DIR = Path("/var/tmp")  # noqa: S108 - checked for ownership before use
 SUPERUSER = "postgres"
 READY_TIMEOUT_S = 60
 _SOCKET_PATH_MAX = 100  # sun_path is 108 bytes with the ".s.PGSQL.<port>" name
@@ -83,34 +88,38 @@ class PostgresService:
         self.paths = StackPaths(settings.stack_dir.resolve())
         self.port = settings.postgres_port
         self.ports: tuple[int, ...] = (settings.postgres_port,)
-        self.marker = str(self.paths.pg_data)
+        self.layout = PgLayout.current(self.paths)
+        self.marker = str(self.layout.data)
 
     # --- Service -----------------------------------------------------------------
     def healthy(self) -> bool:
         return asyncio.run(self._answers(timeout_s=3.0))
 
     def logs(self) -> tuple[str, ...]:
-        return (str(self.paths.pg_log),)
+        return (str(self.layout.log),)
 
     def incompatible(self, pid: int) -> str | None:
         return None  # any cluster of ours with the same role and migrations will do
 
     def wipe(self) -> None:
-        shutil.rmtree(self.paths.pg_data, ignore_errors=True)
+        shutil.rmtree(self.layout.data, ignore_errors=True)
+        if self.layout.outside:
+            shutil.rmtree(self.layout.base, ignore_errors=True)
+            self._use(PgLayout.inside(self.paths))
 
     def after_stop(self, record: ProcessRecord, outcome: str) -> None:
         if outcome == "killed":
-            (self.paths.pg_data / "postmaster.pid").unlink(missing_ok=True)
+            (self.layout.data / "postmaster.pid").unlink(missing_ok=True)
 
     def start(self, reporter: Reporter) -> ProcessRecord:
         bindir = self._binaries(reporter)
         user = self._server_user()
-        self._prepare_dirs(user)
-        if not (self.paths.pg_data / "PG_VERSION").is_file():
+        self._prepare_dirs(user, reporter)
+        if not (self.layout.data / "PG_VERSION").is_file():
             self._initdb(bindir, user, reporter)
         self._clear_stale_pidfile()
         self._pg_ctl_start(bindir, user, reporter)
-        pid = int((self.paths.pg_data / "postmaster.pid").read_text().split()[0])
+        pid = int((self.layout.data / "postmaster.pid").read_text().split()[0])
         record = ProcessRecord(
             service=self.name,
             pid=pid,
@@ -118,14 +127,14 @@ class PostgresService:
             port=self.port,
             marker=self.marker,
             stack_dir=str(self.paths.root),
-            version=(self.paths.pg_data / "PG_VERSION").read_text().strip(),
+            version=(self.layout.data / "PG_VERSION").read_text().strip(),
             logs=self.logs(),
         )
         record.save(self.paths.record(self.name))
         if not asyncio.run(self._answers(timeout_s=10.0)):
             raise NotReady(
                 f"PostgreSQL started but does not answer on {HOST}:{self.port}.\n"
-                f"{tail(self.paths.pg_log, 30)}"
+                f"{tail(self.layout.log, 30)}"
             )
         return record
 
@@ -241,30 +250,63 @@ class PostgresService:
         entry = pwd.getpwnam("vexnudge")
         return entry.pw_uid, entry.pw_gid
 
-    def _prepare_dirs(self, user: tuple[int, int] | None) -> None:
-        p = self.paths
-        for folder in (p.pg_dir, p.pg_data, p.pg_socket_dir, p.pg_logs):
+    def _use(self, layout: PgLayout) -> None:
+        self.layout, self.marker = layout, str(layout.data)
+
+    def _prepare_dirs(self, user: tuple[int, int] | None, reporter: Reporter) -> None:
+        """Create the cluster's folders, owned by the server user when we are root.
+
+        When that user cannot reach the stack folder (a private parent, such as a
+        ``mktemp -d`` folder or ``/root``), the cluster moves to /var/tmp, with a
+        pointer back to its stack folder, instead of changing permissions outside ours.
+        """
+        if user is not None and not self.layout.outside and not self._has_cluster():
+            self._make_dirs(user)
+            if not self._reachable(user):
+                moved = PgLayout.outside_of(self.paths)
+                shutil.rmtree(self.layout.base, ignore_errors=True)
+                self._use(moved)
+                reporter.say(
+                    f"postgres: the server user cannot reach {self.paths.root} (a parent folder "
+                    f"is private), so the cluster lives in {moved.base}"
+                )
+        self._make_dirs(user)
+        if self.layout.outside:
+            (self.layout.base / PG_OWNER_FILE).write_text(f"{self.paths.root}\n")
+        if user is not None and not self._reachable(user):
+            name = pwd.getpwuid(user[0]).pw_name
+            raise StackError(
+                f"PostgreSQL must run as the unprivileged user `{name}` (initdb refuses root), "
+                f"and that user cannot reach {self.layout.data}: a parent folder is not "
+                "searchable by others. `vexnudge stack up --fresh --only postgres` recreates "
+                "the cluster where it can, or `chmod o+x` the parent folders."
+            )
+
+    def _has_cluster(self) -> bool:
+        return (self.layout.data / "PG_VERSION").is_file()
+
+    def _make_dirs(self, user: tuple[int, int] | None) -> None:
+        lay = self.layout
+        for folder in (lay.base, lay.data, lay.socket_dir, lay.log_dir):
             folder.mkdir(parents=True, exist_ok=True)
-        p.pg_data.chmod(0o700)
-        if user is None:
-            return
-        for folder in (p.pg_data, p.pg_socket_dir, p.pg_logs):
-            os.chown(folder, *user)
+        if lay.outside:
+            top = os.lstat(lay.base.parent)
+            if not stat.S_ISDIR(top.st_mode) or top.st_uid != os.geteuid():
+                raise StackError(f"{lay.base.parent} is not a folder of ours; remove it and retry")
+        lay.data.chmod(0o700)
+        if user is not None:
+            for folder in (lay.data, lay.socket_dir, lay.log_dir):
+                os.chown(folder, *user)
+
+    def _reachable(self, user: tuple[int, int]) -> bool:
         probe = subprocess.run(
-            ["test", "-w", str(p.pg_data)],
+            ["test", "-w", str(self.layout.data)],
             user=user[0],
             group=user[1],
             extra_groups=[],
             check=False,
         )
-        if probe.returncode != 0:
-            name = pwd.getpwuid(user[0]).pw_name
-            raise StackError(
-                f"PostgreSQL must run as the unprivileged user `{name}` (initdb refuses root), and "
-                f"that user cannot reach {p.pg_data}: a parent folder is not searchable by others. "
-                "Point STACK_DIR at a folder it can reach (e.g. STACK_DIR=/var/tmp/vexnudge-stack) "
-                "or `chmod o+x` the parent folders."
-            )
+        return probe.returncode == 0
 
     def _run_as(
         self, user: tuple[int, int] | None, argv: list[str], timeout_s: float
@@ -275,7 +317,7 @@ class PostgresService:
             capture_output=True,
             text=True,
             stdin=subprocess.DEVNULL,
-            cwd=self.paths.pg_dir,
+            cwd=self.layout.base,
             timeout=timeout_s,
             check=False,
             start_new_session=True,
@@ -291,7 +333,7 @@ class PostgresService:
             [
                 str(bindir / "initdb"),
                 "-D",
-                str(self.paths.pg_data),
+                str(self.layout.data),
                 "-U",
                 SUPERUSER,
                 "--auth=trust",
@@ -302,21 +344,21 @@ class PostgresService:
             300,
         )
         if out.returncode != 0:
-            shutil.rmtree(self.paths.pg_data, ignore_errors=True)
+            shutil.rmtree(self.layout.data, ignore_errors=True)
             raise StackError(
                 f"initdb failed (exit code {out.returncode}):\n{out.stdout}{out.stderr}"
             )
-        with open(self.paths.pg_data / "postgresql.conf", "a") as conf:
+        with open(self.layout.data / "postgresql.conf", "a") as conf:
             conf.write(_SERVER_CONF)
         ticker.done("done")
 
     def _socket_dir(self) -> str:
-        path = str(self.paths.pg_socket_dir)
+        path = str(self.layout.socket_dir)
         return path if len(path) + len(f"/.s.PGSQL.{self.port}") < _SOCKET_PATH_MAX else ""
 
     def _clear_stale_pidfile(self) -> None:
         """A pid file left by a killed server whose pid now belongs to someone else."""
-        pidfile = self.paths.pg_data / "postmaster.pid"
+        pidfile = self.layout.data / "postmaster.pid"
         try:
             pid = int(pidfile.read_text().split()[0])
         except (OSError, ValueError, IndexError):
@@ -332,9 +374,9 @@ class PostgresService:
             [
                 str(bindir / "pg_ctl"),
                 "-D",
-                str(self.paths.pg_data),
+                str(self.layout.data),
                 "-l",
-                str(self.paths.pg_log),
+                str(self.layout.log),
                 "-o",
                 options,
                 "-w",
@@ -347,10 +389,53 @@ class PostgresService:
         if out.returncode != 0:
             raise NotReady(
                 f"pg_ctl could not start PostgreSQL (exit code {out.returncode}).\n"
-                f"{out.stdout}{out.stderr}\n--- last lines of {self.paths.pg_log}:\n"
-                f"{tail(self.paths.pg_log, 30)}"
+                f"{out.stdout}{out.stderr}\n--- last lines of {self.layout.log}:\n"
+                f"{tail(self.layout.log, 30)}"
             )
         ticker.done("ready")
+
+
+@dataclass(frozen=True)
+class PgLayout:
+    """Where a stack's cluster lives: normally ``<stack>/postgres``, logs in ``<stack>/logs``.
+
+    ``outside``: kept in ``/var/tmp/vexnudge-pg-<hash of the stack folder>`` because the
+    server user cannot reach the stack folder; a ``stack_root`` file there points back.
+    """
+
+    base: Path
+    log_dir: Path
+    outside: bool = False
+
+    @property
+    def data(self) -> Path:
+        return self.base / "data"
+
+    @property
+    def socket_dir(self) -> Path:
+        return self.base / "run"
+
+    @property
+    def log(self) -> Path:
+        return self.log_dir / "postgres.log"
+
+    @classmethod
+    def inside(cls, paths: StackPaths) -> PgLayout:
+        return cls(paths.pg_dir, paths.pg_logs)
+
+    @classmethod
+    def outside_of(cls, paths: StackPaths) -> PgLayout:
+        digest = hashlib.sha256(str(paths.root).encode()).hexdigest()[:12]
+        base = OUTSIDE_DIR / f"vexnudge-pg-{digest}" / "postgres"
+        return cls(base, base / "log", outside=True)
+
+    @classmethod
+    def current(cls, paths: StackPaths) -> PgLayout:
+        """The outside layout when a cluster of this stack is there, else the normal one."""
+        moved = cls.outside_of(paths)
+        if stack_root_of_pg_data(moved.data) == paths.root and moved.data.is_dir():
+            return moved
+        return cls.inside(paths)
 
 
 def _ident(name: str) -> str:
