@@ -7,19 +7,18 @@ import random
 import subprocess
 import sys
 from array import array
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 import tree_edit
+from tests.datafiles import FIXTURES
 from tree_edit import distance, parse_workspace, synthetic, zhang_shasha
 from tree_edit.distance import KERNEL, shape_distance, work
 from tree_edit.reference import reference_distance
 
 EXAMPLES: list[dict[str, Any]] = json.loads(
-    (Path(__file__).resolve().parents[2] / "data" / "fixtures" / "edit_distance_examples.json")
-    .read_text(encoding="utf-8")
+    (FIXTURES / "edit_distance_examples.json").read_text(encoding="utf-8")
 )["examples"]
 
 

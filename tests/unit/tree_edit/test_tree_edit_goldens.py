@@ -6,17 +6,17 @@ the production calculator; the ``apted`` reference must agree on every pair.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
-from tree_edit_goldens import Event, accepted_events, golden_pairs, runs, streams
 
+from tests.datafiles import all_logs, golden_for
+from tests.unit.tree_edit.fixture_runs import Event, accepted_events, runs, streams
 from tree_edit import DistanceCalculator, Program, Unusable, extract_program, run_steps
 from tree_edit.reference import reference_distance
 
-CASES = golden_pairs()
+LOGS = all_logs()
 
 
 def _scored(
@@ -58,9 +58,9 @@ RUN_KEYS = ("index", "event_id", "playground", "edit_distance", "workspace_statu
             "n_blocks", "n_stacks", "label_tree_size")
 
 
-@pytest.mark.parametrize(("log", "golden"), CASES, ids=[g.stem for _, g in CASES])
-def test_session_runs_match_golden(log: Path, golden: Path) -> None:
-    expected = json.loads(golden.read_text(encoding="utf-8"))
+@pytest.mark.parametrize("log", LOGS, ids=[log.stem for log in LOGS])
+def test_session_runs_match_golden(log: Path) -> None:
+    expected = golden_for(log)
     found = streams(accepted_events(log))
     calc = DistanceCalculator(cache_size=64, max_blocks=2000)
     assert len(found) == len(expected["sessions"])
@@ -74,10 +74,10 @@ def test_session_runs_match_golden(log: Path, golden: Path) -> None:
         assert unscored == want_unscored, key
 
 
-@pytest.mark.parametrize(("log", "golden"), CASES, ids=[g.stem for _, g in CASES])
-def test_student_runs_match_golden(log: Path, golden: Path) -> None:
+@pytest.mark.parametrize("log", LOGS, ids=[log.stem for log in LOGS])
+def test_student_runs_match_golden(log: Path) -> None:
     """The student view diffs across sessions of the same student."""
-    expected = json.loads(golden.read_text(encoding="utf-8"))
+    expected = golden_for(log)
     found = streams(accepted_events(log), per_student=True)
     calc = DistanceCalculator(cache_size=0, max_blocks=2000)
     for student in expected["students"]:
@@ -91,5 +91,5 @@ def test_student_runs_match_golden(log: Path, golden: Path) -> None:
 
 
 def test_goldens_cover_every_file() -> None:
-    assert len(CASES) == 29
-    assert all(log.exists() for log, _ in CASES)
+    assert len(LOGS) == 29
+    assert all(log.exists() for log in LOGS)

@@ -17,7 +17,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-FIXTURES = Path(__file__).resolve().parents[2] / "data" / "fixtures"
 REQUIRED = ("studentID", "sessionID", "timestamp", "eventType")
 
 
@@ -36,15 +35,6 @@ class Event:
         if isinstance(self.envelope_id, int) and not isinstance(self.envelope_id, bool):
             return (self.ts, 0, self.envelope_id, self.line)
         return (self.ts, 1, 0, self.line)
-
-
-def golden_pairs() -> list[tuple[Path, Path]]:
-    """(log, golden) for every golden file."""
-    pairs = [(FIXTURES / f"{name}.ndjson", FIXTURES / "golden" / f"{name}.json")
-             for name in ("sample_classroom", "sample_malformed")]
-    for golden in sorted((FIXTURES / "golden" / "reference").glob("*.json")):
-        pairs.append((FIXTURES / "reference" / f"{golden.stem}.ndjson", golden))
-    return pairs
 
 
 def accepted_events(path: Path) -> list[Event]:
