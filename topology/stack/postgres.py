@@ -114,6 +114,8 @@ class PostgresService:
     def start(self, reporter: Reporter) -> ProcessRecord:
         bindir = self._binaries(reporter)
         user = self._server_user()
+        if user is not None:
+            collect_orphans(reporter)
         self._prepare_dirs(user, reporter)
         if not (self.layout.data / "PG_VERSION").is_file():
             self._initdb(bindir, user, reporter)
@@ -436,6 +438,22 @@ class PgLayout:
         if stack_root_of_pg_data(moved.data) == paths.root and moved.data.is_dir():
             return moved
         return cls.inside(paths)
+
+
+def collect_orphans(reporter: Reporter) -> None:
+    """Delete clusters kept in /var/tmp for stack folders that no longer exist (and stopped)."""
+    for base in OUTSIDE_DIR.glob("vexnudge-pg-*/postgres"):
+        owner = stack_root_of_pg_data(base / "data")
+        if owner is None or owner.exists() or base.parent.stat().st_uid != os.geteuid():
+            continue
+        try:
+            pid = int((base / "data" / "postmaster.pid").read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            pid = 0
+        if pid and str(base / "data") in cmdline(pid):
+            continue
+        shutil.rmtree(base.parent, ignore_errors=True)
+        reporter.say(f"postgres: deleted {base.parent}, the cluster of the removed {owner}")
 
 
 def _ident(name: str) -> str:
