@@ -17,6 +17,9 @@ from tree_edit import distance, parse_workspace, synthetic, zhang_shasha
 from tree_edit.distance import KERNEL, shape_distance, work
 from tree_edit.reference import reference_distance
 
+#: Tests of the C kernel itself; without it, test_the_c_kernel_is_built_and_used fails alone.
+needs_c = pytest.mark.skipif(tree_edit.BACKEND != "c", reason="C extension not built")
+
 EXAMPLES: list[dict[str, Any]] = json.loads(
     (FIXTURES / "edit_distance_examples.json").read_text(encoding="utf-8")
 )["examples"]
@@ -90,6 +93,7 @@ def test_empty_against_n_blocks_costs_n() -> None:
     assert distance(empty, empty) == 0
 
 
+@needs_c
 @pytest.mark.parametrize("arrays", [
     ([], [], [], [0], [0], [0]),                   # empty tree
     ([0, 0], [0], [1], [0], [0], [0]),              # lml shorter than codes
@@ -103,6 +107,7 @@ def test_c_kernel_rejects_malformed_arrays(arrays: tuple[list[int], ...]) -> Non
         KERNEL(*(array("i", values) for values in arrays))
 
 
+@needs_c
 def test_c_kernel_rejects_non_int32_buffers() -> None:
     with pytest.raises(TypeError):
         KERNEL(array("d", [0.0]), array("i", [0]), array("i", [0]),
