@@ -16,6 +16,7 @@ import faust
 from streams.config import EngineConfig
 from streams.scoring import TreeEditScorer
 from topology import topics as T
+from topology.kafka_admin import TABLES
 from topology.metrics import WorkerMetrics
 from topology.settings import Settings
 
@@ -77,7 +78,7 @@ def build_pipeline(settings: Settings, *, agents: bool = True) -> Pipeline:
     tables = {
         name: app.Table(name, default=None, partitions=settings.topic_partitions,
                         schema=faust.Schema(key_serializer="raw", value_serializer="raw"))
-        for name in ("ingest-seen", "students", "programs")
+        for name in TABLES
     }
     pipeline = Pipeline(
         settings=settings, app=app, topics=declared, tables=tables, metrics=WorkerMetrics(),

@@ -17,9 +17,18 @@ from topology.settings import Settings
 from topology.topics import ALL_TOPICS
 
 
+#: The worker's tables; each is backed by a compacted ``<app_id>-<name>-changelog`` topic.
+TABLES: tuple[str, ...] = ("ingest-seen", "students", "programs")
+
+
 def topic_names(settings: Settings) -> list[str]:
     """Every topic of the contract, with the settings' prefix."""
     return [settings.topic(spec.name) for spec in ALL_TOPICS]
+
+
+def changelog_names(settings: Settings) -> list[str]:
+    """The app's table changelog topics."""
+    return [f"{settings.app_id}-{table}-changelog" for table in TABLES]
 
 
 async def ensure_topics(settings: Settings, names: Iterable[str] | None = None) -> list[str]:
@@ -28,7 +37,8 @@ async def ensure_topics(settings: Settings, names: Iterable[str] | None = None) 
     Refuses (ValueError) an existing topic whose partition count differs: a
     mismatch would break co-partitioning of the student's state.
     """
-    wanted = list(names) if names is not None else topic_names(settings)
+    wanted = list(names) if names is not None else topic_names(settings) + changelog_names(settings)
+    compacted = set(changelog_names(settings))
     admin = AIOKafkaAdminClient(bootstrap_servers=settings.kafka_bootstrap_servers)
     await admin.start()
     try:
@@ -41,14 +51,29 @@ async def ensure_topics(settings: Settings, names: Iterable[str] | None = None) 
                 )
         missing = [n for n in wanted if not existing.get(n)]
         if missing:
-            new = [NewTopic(n, settings.topic_partitions, settings.topic_replication_factor) for n in missing]
+            new = [NewTopic(n, settings.topic_partitions, settings.topic_replication_factor,
+                            topic_configs={"cleanup.policy": "compact"} if n in compacted else None)
+                   for n in missing]
             try:
                 await admin.create_topics(new)
             except TopicAlreadyExistsError:
                 pass
+            await _wait_for_leaders(admin, missing)
         return missing
     finally:
         await admin.close()
+
+
+async def _wait_for_leaders(admin: AIOKafkaAdminClient, names: list[str], timeout_s: float = 30.0) -> None:
+    """Return once every partition of ``names`` has a leader (new topics take a moment)."""
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while asyncio.get_running_loop().time() < deadline:
+        described = await admin.describe_topics(names)
+        if all(item.get("error_code", 0) == 0 and item.get("partitions")
+               and all(p.get("leader", -1) >= 0 for p in item["partitions"]) for item in described):
+            return
+        await asyncio.sleep(0.1)
+    raise TimeoutError(f"topics {names} have partitions without a leader after {timeout_s:.0f} s")
 
 
 async def _partition_counts(admin: AIOKafkaAdminClient, names: list[str]) -> dict[str, int]:
@@ -61,16 +86,12 @@ async def _partition_counts(admin: AIOKafkaAdminClient, names: list[str]) -> dic
 
 
 async def end_offsets(settings: Settings, topic: str) -> dict[int, int]:
-    """The end offset of every partition of ``topic``."""
+    """The end offset of every partition of ``topic`` (a contract topic: N partitions)."""
     consumer = AIOKafkaConsumer(bootstrap_servers=settings.kafka_bootstrap_servers)
     await consumer.start()
     try:
-        parts = consumer.partitions_for_topic(topic)
-        if not parts:
-            await consumer._client.force_metadata_update()
-            parts = consumer.partitions_for_topic(topic) or set()
-        tps = [TopicPartition(topic, p) for p in sorted(parts)]
-        ends = await consumer.end_offsets(tps) if tps else {}
+        tps = [TopicPartition(topic, p) for p in range(settings.topic_partitions)]
+        ends = await consumer.end_offsets(tps)
         return {tp.partition: off for tp, off in ends.items()}
     finally:
         await consumer.stop()
@@ -104,7 +125,7 @@ async def wait_consumed(
             return
         if asyncio.get_running_loop().time() > deadline:
             raise TimeoutError(f"group {group!r} consumed {consumed}/{total} records of {topic!r}")
-        await asyncio.sleep(0.25)
+        await asyncio.sleep(0.1)
 
 
 async def read_to_end(
@@ -117,10 +138,7 @@ async def read_to_end(
     )
     await consumer.start()
     try:
-        tps = []
-        for topic in topics:
-            await consumer._client.force_metadata_update()
-            tps += [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or ())]
+        tps = [TopicPartition(topic, p) for topic in topics for p in range(settings.topic_partitions)]
         consumer.assign(tps)
         ends = await consumer.end_offsets(tps)
         if from_beginning:

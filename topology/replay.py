@@ -128,7 +128,8 @@ async def replay(
     result.blank_lines = sum(1 for line in lines if not line.strip())
     result.horizon = horizon_of(lines)
     await ensure_topics(settings)
-    worker = worker or WorkerProcess(settings.app_id, settings.topic_prefix, clock="replay").start()
+    worker = worker or WorkerProcess(settings.app_id, settings.topic_prefix, clock="replay",
+                                     extra_args=["--commit-interval", "0.2"]).start()
     try:
         step = (lambda name: (lambda done, total: report(name, done, total))) if report else (lambda _n: None)
         result.produce = await produce_lines(settings, lines, on_progress=lambda s: report and report(

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
+import os
 import sys
 
 from topology.settings import Settings
@@ -20,6 +22,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     parser.add_argument("--datadir", help="Faust data directory (unique per process)")
     parser.add_argument("--app-id", help="override APP_ID (the consumer group)")
     parser.add_argument("--topic-prefix", help="override TOPIC_PREFIX")
+    parser.add_argument("--commit-interval", type=float, help="override BROKER_COMMIT_INTERVAL_S")
     parser.add_argument("-l", "--loglevel", default="info", choices=["debug", "info", "warning", "error"])
     parser.set_defaults(handler=run)
 
@@ -27,7 +30,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 def overrides(args: argparse.Namespace) -> dict[str, object]:
     """Settings fields set by flags."""
     pairs = {"clock_mode": args.clock, "worker_web_port": args.web_port,
-             "worker_datadir": args.datadir, "app_id": args.app_id, "topic_prefix": args.topic_prefix}
+             "worker_datadir": args.datadir, "app_id": args.app_id, "topic_prefix": args.topic_prefix,
+             "broker_commit_interval_s": args.commit_interval}
     return {k: v for k, v in pairs.items() if v is not None}
 
 
@@ -49,5 +53,15 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         print(f"vexnudge worker: created {len(created)} topics", file=sys.stderr)
     pipeline = build_pipeline(settings)
     worker = Worker(pipeline.app, loglevel=args.loglevel, redirect_stdouts=False)
-    worker.execute_from_commandline()
-    return 0
+    try:
+        worker.execute_from_commandline()
+    except SystemExit as done:
+        code = done.code if isinstance(done.code, int) else 0
+    else:
+        code = 0
+    # The worker has committed, flushed and left its group by now; leave at once
+    # rather than wait on library threads that may outlive the event loop.
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

@@ -1,0 +1,35 @@
+"""Helpers for tests that run the pipeline on the real broker."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+
+from topology.kafka_admin import read_to_end
+from topology.settings import Settings
+from topology.workerproc import WorkerProcess
+
+
+def isolated(settings: Settings, prefix: str, **overrides: object) -> Settings:
+    """Settings with this test's own topics and consumer group."""
+    name = prefix.rstrip(".")
+    return settings.model_copy(update={"app_id": name, "topic_prefix": prefix, **overrides})
+
+
+def start_worker(settings: Settings, clock: str = "replay", *extra: str) -> WorkerProcess:
+    """A worker subprocess on the test's topics (fast commits)."""
+    return WorkerProcess(settings.app_id, settings.topic_prefix, clock=clock,
+                         extra_args=["--commit-interval", "0.2", *extra]).start()
+
+
+async def read_values(settings: Settings, logical: Iterable[str]) -> dict[str, list[tuple[bytes | None, bytes]]]:
+    """(key, value) of every record of the given topics, in partition order."""
+    out: dict[str, list[tuple[bytes | None, bytes]]] = {}
+    for name in logical:
+        out[name] = [(r.key, r.value or b"") async for r in read_to_end(settings, [settings.topic(name)])]
+    return out
+
+
+def run(coro):  # type: ignore[no-untyped-def]
+    """Run a coroutine from a sync test."""
+    return asyncio.run(coro)
