@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from xml.sax.saxutils import escape
 
 from topology.cli.progress import Progress
 from topology.settings import KAFKA_VERSION, LOG4J2_VERSION
@@ -97,7 +98,7 @@ def render_pom(output_dir: Path, binding: str) -> str:
         template.replace("@KAFKA_VERSION@", KAFKA_VERSION)
         .replace("@LOG4J2_VERSION@", LOG4J2_VERSION)
         .replace("@SLF4J_BINDING@", binding)
-        .replace("@OUTPUT_DIR@", str(output_dir))
+        .replace("@OUTPUT_DIR@", escape(str(output_dir)))
     )
 
 

@@ -206,12 +206,16 @@ def blocked_message(state: ServiceState) -> str:
 
 
 @contextmanager
-def stack_lock(settings: Settings) -> Iterator[None]:
+def stack_lock(settings: Settings, reporter: Reporter) -> Iterator[None]:
     """Serialise ``up``/``down`` of one stack folder."""
     run_dir = StackPaths(settings.stack_dir.resolve()).run_dir
     run_dir.mkdir(parents=True, exist_ok=True)
     with open(run_dir / "lock", "a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            reporter.say("another `vexnudge stack` command is working on this stack; waiting")
+            fcntl.flock(fh, fcntl.LOCK_EX)
         try:
             yield
         finally:
@@ -226,7 +230,7 @@ def up(
     :raises StackError: with the reason and the fix.
     """
     result = UpResult()
-    with stack_lock(settings):
+    with stack_lock(settings, reporter):
         for service in services(settings, only):  # fail before starting anything
             state = inspect(service)
             if state.status == "blocked":
@@ -319,7 +323,7 @@ def down(
     :returns: per service ``stopped``, ``killed``, ``not running`` or ``shared``.
     """
     outcomes: dict[str, str] = {}
-    with stack_lock(settings):
+    with stack_lock(settings, reporter):
         for service in reversed(services(settings, only)):
             outcomes[service.name] = _stop_one(service, reporter)
             if wipe and outcomes[service.name] != "shared":
