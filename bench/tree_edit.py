@@ -10,8 +10,9 @@ consecutive pair of scored runs of the sample classroom whose XML differs,
 and synthetic programs of 50-400 blocks with ~10 % random edits (plus 1,000
 and 2,000 blocks, ours only: the baseline takes minutes there).  Sample
 classroom pairs are grouped by tree size (nodes of the larger tree: ROOT +
-blocks + connectors).  Timings are per call; ours is the best of several
-loops, the baseline a single call (it is slow enough to time directly).
+blocks + connectors).  Timings are CPU time per call (``time.process_time``,
+so other jobs on a shared machine perturb them less); ours is the best of
+three loops, the baseline a single call (it is slow enough to time directly).
 """
 
 from __future__ import annotations
@@ -64,16 +65,16 @@ class Sample:
 
 def time_call(fn: Callable[[], object], budget_s: float = 0.05) -> float:
     """Best per-call time over three loops of enough calls to fill ``budget_s``."""
-    started = time.perf_counter()
+    started = time.process_time()
     fn()
-    once = time.perf_counter() - started
-    loops = max(1, min(10_000, int(budget_s / max(once, 1e-7))))
+    once = time.process_time() - started
+    loops = max(1, min(10_000, int(budget_s / max(once, 1e-6))))
     best = math.inf
     for _ in range(3):
-        started = time.perf_counter()
+        started = time.process_time()
         for _ in range(loops):
             fn()
-        best = min(best, (time.perf_counter() - started) / loops)
+        best = min(best, (time.process_time() - started) / loops)
     return best
 
 
@@ -103,9 +104,9 @@ def measure_pair(sample: Sample, a: Tree, b: Tree, with_baseline: bool = True) -
     sample.ours.append(time_call(lambda: distance(a, b)))
     sample.nodes.append(max(a.label_tree_size, b.label_tree_size))
     if with_baseline:
-        started = time.perf_counter()
+        started = time.process_time()
         base = reference_distance(a, b)
-        sample.base.append(time.perf_counter() - started)
+        sample.base.append(time.process_time() - started)
         if base != ours:
             raise SystemExit(f"MISMATCH: apted {base} != ours {ours}")
 
