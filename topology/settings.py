@@ -68,6 +68,8 @@ class Settings(BaseSettings):
     """WORKER_WEB_PORT: the worker's metrics/health port."""
     clock_mode: Literal["live", "replay"] = "live"
     """CLOCK_MODE: ``live`` ticks with the wall clock, ``replay`` with event time."""
+    ingest_dedupe_window: int = Field(512, ge=1)
+    """INGEST_DEDUPE_WINDOW: accepted envelope ids remembered per student for duplicates."""
     broker_commit_interval_s: float = 1.0
     """BROKER_COMMIT_INTERVAL_S: how often consumed offsets are committed."""
 
