@@ -108,6 +108,12 @@ class Settings(BaseSettings):
     # --- PostgreSQL --------------------------------------------------------------
     database_url: SecretStr = SecretStr("postgresql://vexnudge@127.0.0.1:55432/vexnudge")
     """DATABASE_URL: the local stack's cluster by default (no password, loopback)."""
+    db_pool_min_size: int = Field(1, ge=0)
+    """DB_POOL_MIN_SIZE: connections the PostgreSQL pool keeps open."""
+    db_pool_max_size: int = Field(10, ge=1)
+    """DB_POOL_MAX_SIZE: most connections per process (keep above LLM_CONCURRENCY)."""
+    db_command_timeout_s: float = Field(10.0, gt=0)
+    """DB_COMMAND_TIMEOUT_S: default timeout of one SQL statement."""
 
     # --- Model server ------------------------------------------------------------
     ollama_host: str = "http://127.0.0.1:11434"
@@ -122,6 +128,12 @@ class Settings(BaseSettings):
     """LLM_CONCURRENCY: model calls in flight per worker."""
     llm_fallback_template: bool = True
     """LLM_FALLBACK_TEMPLATE: answer with the template responder when no model answers."""
+    feedback_max_attempts: int = Field(20, ge=1)
+    """FEEDBACK_MAX_ATTEMPTS: failed passes of one nudge or answer before it is marked failed."""
+    feedback_retry_after_s: float = Field(15.0, ge=0)
+    """FEEDBACK_RETRY_AFTER_S: wait before retrying a pending nudge or answer (doubles per attempt)."""
+    feedback_retry_max_delay_s: float = Field(600.0, ge=0)
+    """FEEDBACK_RETRY_MAX_DELAY_S: the longest wait between two retries of one nudge or answer."""
 
     # --- Nudge policy ------------------------------------------------------------
     nudge_cooldown_s: float = Field(90.0, ge=0)
