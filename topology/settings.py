@@ -154,6 +154,14 @@ class Settings(BaseSettings):
     """ADMIN_TOKEN: bearer token for the admin routes (required by the gateway)."""
     sse_heartbeat_s: float = Field(15.0, gt=0)
     """SSE_HEARTBEAT_S: comment heartbeat period on open streams."""
+    sse_retry_ms: int = Field(3000, ge=100)
+    """SSE_RETRY_MS: reconnection delay sent to browsers in the stream's ``retry:`` line."""
+    sse_client_queue: int = Field(256, ge=1)
+    """SSE_CLIENT_QUEUE: frames a stream may have waiting before its client is dropped as too slow."""
+    sse_write_timeout_s: float = Field(10.0, gt=0)
+    """SSE_WRITE_TIMEOUT_S: a client that takes longer to accept a write is dropped."""
+    gateway_public_url: str | None = None
+    """GATEWAY_PUBLIC_URL: base URL students open (``vexnudge token --url``); default http://host:port."""
 
     # --- Local stack -------------------------------------------------------------
     stack_dir: Path = PROJECT_ROOT / ".vexnudge"
