@@ -11,19 +11,21 @@ same outputs (and the same ids) every time.
 from __future__ import annotations
 
 import time
-from typing import Any
-
 from streams import inactivity
 from streams.config import EngineConfig
+from feedback.nudge import NudgeConfig
 from streams.episodes import Episode, Pause, Segment, Segmenter
 from streams.ids import trigger_id
+from streams.metrics import MetricEvent
 from streams.programs import ProgramInfo, ProgramStore, Scorer, UnusableWorkspace, digest
 from streams.runs import Fire, StretchCounters, score_run
+from streams.nudging import apply_policy
 from streams.state import SessionState, StudentState
 from streams.timeutil import iso_utc
 from topology.schemas import (
     DeadLetter,
     EpisodeClosed,
+    FeedbackRequest,
     NormalizedEvent,
     PauseDetected,
     PauseType,
@@ -34,7 +36,7 @@ from topology.schemas import (
     TriggerType,
 )
 
-Output = RunScored | TriggerFired | EpisodeClosed | PauseDetected | DeadLetter
+Output = RunScored | TriggerFired | EpisodeClosed | PauseDetected | DeadLetter | FeedbackRequest
 
 _RUN = "runProject"
 
@@ -44,20 +46,33 @@ class StudentEngine:
 
     def __init__(
         self, state: StudentState, config: EngineConfig, scorer: Scorer, programs: ProgramStore,
+        nudge: NudgeConfig | None = None,
     ) -> None:
         self.state, self.config, self.scorer, self.programs = state, config, scorer, programs
+        self.nudge = nudge
+        """Nudge policy; None = detect only, no feedback requests at all."""
 
     # -- events -------------------------------------------------------------------
     def on_event(self, event: NormalizedEvent) -> list[Output]:
         """Apply one event of this student; return what it produced, in order."""
-        out: list[Output] = list(self._alerts(event.ts, inclusive=False, trailing=False))
+        resolved = self._alerts(event.ts, inclusive=False, trailing=False)
+        out: list[Output] = list(resolved)
         session = self._session(event)
         for segment in session.segmenter.feed(event.event_type, event.ts):
             out.append(self._segment_record(event.session_id, session, segment))
         if event.event_type == _RUN:
             out.extend(self._run(event, session))
         self._remember(event, session)
-        return out
+        fires = [o for o in out if isinstance(o, TriggerFired) and o.run_index is not None]
+        return out + self._requests(fires, event.ts, resolved)
+
+    def _requests(
+        self, fires: list[TriggerFired], now: float, resolved: list[TriggerFired] | None = None,
+    ) -> list[Output]:
+        if self.nudge is None:
+            return []
+        return list(apply_policy(fires, self.state, self.programs, self.nudge, now=now,
+                                 resolved=resolved or ()))
 
     def _session(self, event: NormalizedEvent) -> SessionState:
         session = self.state.sessions.get(event.session_id)
@@ -73,7 +88,10 @@ class StudentEngine:
             st.alerts_fired = 0
         if event.error_message:
             session.last_error = event.error_message
-        session.metric_events.append(_metric_event(event))
+        session.metric_events.append(MetricEvent.from_fields(
+            ts=event.ts, event_type=event.event_type, playground=event.playground,
+            playground_params=event.playground_params, block_event=event.block_event,
+            error_message=event.error_message).to_json())
         del session.metric_events[: -self.config.max_metric_events]
 
     # -- runs ---------------------------------------------------------------------
@@ -150,12 +168,13 @@ class StudentEngine:
         Fires due inactive alerts (``<= now`` when ``inclusive``), closes
         episodes that no later event can join (all of them when ``final``).
         """
-        out: list[Output] = list(self._alerts(now, inclusive=inclusive, trailing=True))
+        alerts = self._alerts(now, inclusive=inclusive, trailing=True)
+        out: list[Output] = list(alerts)
         for session_id, session in self.state.sessions.items():
             if final or session.segmenter.idle_closes(now):
                 for segment in session.segmenter.close():
                     out.append(self._segment_record(session_id, session, segment))
-        return out
+        return out + self._requests(alerts, now)
 
     def next_due(self, live: bool) -> float | None:
         """The earliest time a clock advance could change something, or None."""
@@ -230,14 +249,3 @@ class StudentEngine:
             student_key=key, session_id=session_id, type=seg.type, after_idx=seg.after_idx,
             start_ts=seg.start_ts, end_ts=seg.end_ts, duration=seg.duration,
         )
-
-
-def _metric_event(event: NormalizedEvent) -> list[Any]:
-    """The compact record the session metrics are computed from."""
-    moved = 0
-    if event.event_type == "blockMoved" and event.block_event:
-        new, old = event.block_event.get("newInfo"), event.block_event.get("oldInfo")
-        new_parent = isinstance(new, dict) and "parent" in new
-        old_parent = isinstance(old, dict) and "parent" in old
-        moved = 1 if new_parent else (2 if old_parent else 0)
-    return [event.ts, event.event_type, event.playground, event.playground_params, moved, event.error_message]

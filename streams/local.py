@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from feedback.nudge import NudgeConfig
 from streams.config import EngineConfig
 from streams.engine import Output, StudentEngine
 from streams.ingest import Rejected, SeenIds, decode_line, is_blank
@@ -34,15 +35,15 @@ class LocalRun:
 class LocalAnalyzer:
     """Students' engines in one process, fed events in arrival order."""
 
-    def __init__(self, config: EngineConfig, scorer: Scorer) -> None:
-        self.config, self.scorer = config, scorer
+    def __init__(self, config: EngineConfig, scorer: Scorer, nudge: NudgeConfig | None = None) -> None:
+        self.config, self.scorer, self.nudge = config, scorer, nudge
         self.states: dict[str, StudentState] = {}
         self.programs: dict[str, DictProgramStore] = {}
 
     def engine(self, student_key: str) -> StudentEngine:
         state = self.states.setdefault(student_key, StudentState(student_key))
         store = self.programs.setdefault(student_key, DictProgramStore())
-        return StudentEngine(state, self.config, self.scorer, store)
+        return StudentEngine(state, self.config, self.scorer, store, self.nudge)
 
     def on_event(self, event: NormalizedEvent) -> list[Output]:
         return self.engine(event.student_key).on_event(event)
@@ -55,9 +56,11 @@ class LocalAnalyzer:
         return out
 
 
-def analyze_lines(lines: Iterable[bytes], config: EngineConfig, scorer: Scorer) -> LocalRun:
+def analyze_lines(
+    lines: Iterable[bytes], config: EngineConfig, scorer: Scorer, nudge: NudgeConfig | None = None,
+) -> LocalRun:
     """Ingest and analyze raw lines exactly as the pipeline does."""
-    run, analyzer = LocalRun(), LocalAnalyzer(config, scorer)
+    run, analyzer = LocalRun(), LocalAnalyzer(config, scorer, nudge)
     seen: dict[str, SeenIds] = {}
     rejected: Counter[str] = Counter()
     digest, total, blank = hashlib.sha256(), 0, 0

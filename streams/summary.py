@@ -16,6 +16,7 @@ from streams.timeutil import iso_utc
 from topology.schemas import (
     DeadLetter,
     EpisodeClosed,
+    FeedbackRequest,
     NormalizedEvent,
     PauseDetected,
     RunScored,
@@ -37,12 +38,14 @@ class Observed:
     episodes: list[EpisodeClosed] = field(default_factory=list)
     pauses: list[PauseDetected] = field(default_factory=list)
     dead: list[DeadLetter] = field(default_factory=list)
+    requests: list[FeedbackRequest] = field(default_factory=list)
 
     def add(self, record: object) -> None:
         """File a record under its kind (unknown kinds are ignored)."""
         for kind, bucket in ((NormalizedEvent, self.events), (RunScored, self.runs),
                              (TriggerFired, self.triggers), (EpisodeClosed, self.episodes),
-                             (PauseDetected, self.pauses), (DeadLetter, self.dead)):
+                             (PauseDetected, self.pauses), (DeadLetter, self.dead),
+                             (FeedbackRequest, self.requests)):
             if isinstance(record, kind):
                 bucket.append(record)  # type: ignore[attr-defined]
                 return
@@ -52,13 +55,13 @@ def _event_id(event_id: str) -> int | str:
     return int(event_id) if event_id.isdigit() else event_id
 
 
-def _counts(triggers: Iterable[TriggerFired]) -> dict[str, int]:
+def _counts(triggers: Iterable[TriggerFired], trailing: set[str]) -> dict[str, int]:
     c: Counter[str] = Counter()
     for t in triggers:
         c[t.type.value] += 1
         if t.type is TriggerType.INACTIVE:
             c["inactive_first" if t.alert == 0 else "inactive_realert"] += 1
-            c["inactive_trailing"] += int(t.trailing)
+            c["inactive_trailing"] += int(t.trigger_id in trailing)
     keys = ("wheel_spin", "resilience", "explorer", "iterative", "inactive",
             "inactive_first", "inactive_realert", "inactive_trailing")
     return {k: c[k] for k in keys}
@@ -98,7 +101,7 @@ def _inactive_row(t: TriggerFired, student_times: Sequence[float]) -> dict[str, 
     return {
         "type": "inactive", "fired_at_ts": t.ts, "fired_at": t.timestamp, "alert": k,
         "run_index_sentinel": -1 - k, "idle_since_ts": since, "idle_since": iso_utc(since),
-        "resolved_at_ts": resolved, "trailing": t.trailing,
+        "resolved_at_ts": resolved, "trailing": resolved is None,
     }
 
 
@@ -117,7 +120,15 @@ def _pause_row(p: PauseDetected) -> dict[str, Any]:
     }
 
 
-def _session(key: tuple[str, str], obs: Observed, student_times: Sequence[float]) -> dict[str, Any]:
+def _trailing(obs: Observed, times: dict[str, list[float]]) -> set[str]:
+    """Inactive alerts after their student's last event (no later event resolves them)."""
+    return {t.trigger_id for t in obs.triggers if t.type is TriggerType.INACTIVE
+            and (t.evidence.idle_since_ts or 0.0) >= max(times.get(t.student_key, [0.0]))}
+
+
+def _session(
+    key: tuple[str, str], obs: Observed, student_times: Sequence[float], trailing: set[str],
+) -> dict[str, Any]:
     events = [e for e in obs.events if (e.student_key, e.session_id) == key]
     by_id = {e.event_id: e for e in events}
     runs = sorted((r for r in obs.runs if (r.student_key, r.session_id) == key), key=lambda r: r.run_index)
@@ -145,7 +156,7 @@ def _session(key: tuple[str, str], obs: Observed, student_times: Sequence[float]
             (e for e in obs.episodes if (e.student_key, e.session_id) == key), key=lambda e: e.start_idx)],
         "pauses": [_pause_row(p) for p in sorted(
             (p for p in obs.pauses if (p.student_key, p.session_id) == key), key=lambda p: p.after_idx)],
-        "trigger_counts": _counts(fires),
+        "trigger_counts": _counts(fires, trailing),
     }
 
 
@@ -159,7 +170,8 @@ def build_summary(
         order.setdefault((e.student_key, e.session_id), e)
         times[e.student_key].append(e.ts)
     keys = sorted(order, key=lambda k: (order[k].student_id, order[k].ts))
-    sessions = [_session(k, obs, sorted(times[k[0]])) for k in keys]
+    trailing = _trailing(obs, times)
+    sessions = [_session(k, obs, sorted(times[k[0]]), trailing) for k in keys]
     horizon = max((e.ts for e in obs.events), default=None)
     return {
         "golden_version": GOLDEN_VERSION, "input": input_name, "input_sha256": input_sha256,
@@ -167,5 +179,5 @@ def build_summary(
         "horizon": iso_utc(horizon) if horizon is not None else None,
         "n_students": len(times), "n_sessions": len(sessions),
         "n_unscored_runs": sum(len(s["unscored_runs"]) for s in sessions),
-        "trigger_counts": _counts(obs.triggers), "sessions": sessions,
+        "trigger_counts": _counts(obs.triggers, trailing), "sessions": sessions,
     }

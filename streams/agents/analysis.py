@@ -6,19 +6,34 @@ pure engine, publishes the outputs, then stores the state with the offset it
 applied: a re-delivered record (after a crash) finds its offset already
 applied and is skipped, while records the crash lost are simply recomputed —
 outputs carry ids derived from their inputs, so consumers drop duplicates.
+
+Time: live mode advances students on wall-clock ticks; replay mode advances
+them with event time — each event also moves its partition's watermark, and
+students of that partition whose alerts fall due before it are advanced.
 """
 
 from __future__ import annotations
 
 import time
 
+from feedback.nudge import NudgeConfig
+from streams.agents.due import DueIndex
 from streams.agents.emit import dead_letter_failure, publish
 from streams.agents.ingest import source_of
 from streams.engine import Output, StudentEngine
+from streams.nudging import answer_request
 from streams.state import StudentState
 from topology import topics as T
 from topology.app import Pipeline
-from topology.schemas import ClockTick, DeadLetter, NormalizedEvent, RunScored, SourceRef, decode
+from topology.schemas import (
+    ChatRequest,
+    ClockTick,
+    DeadLetter,
+    NormalizedEvent,
+    RunScored,
+    SourceRef,
+    decode,
+)
 
 
 class TableProgramStore:
@@ -40,120 +55,131 @@ class TableProgramStore:
             self.table[key] = xml.encode()  # type: ignore[index]
 
 
-class DueIndex:
-    """When each student of this worker next needs a clock advance (a cache).
+class Analysis:
+    """The agent's handlers, sharing the pipeline, the tables and the due index."""
 
-    Rebuilt from the table for a partition the first time a tick for it
-    arrives after a rebalance; never the source of truth.
-    """
+    def __init__(self, p: Pipeline) -> None:
+        self.p = p
+        self.students, self.programs = p.tables["students"], p.tables["programs"]
+        self.live = p.settings.clock_mode == "live"
+        self.nudge = NudgeConfig.from_settings(p.settings)
+        self.index = DueIndex()
+        self.watermark: dict[int, float] = {}
 
-    def __init__(self) -> None:
-        self.due: dict[str, tuple[int, float | None]] = {}
-        self.loaded: set[int] = set()
+    # -- state ----------------------------------------------------------------------
+    def load(self, key: str) -> StudentState:
+        raw = self.students.get(key)
+        return StudentState.from_bytes(raw, self.p.config) if raw else StudentState(key)
 
-    def reset(self) -> None:
-        self.due.clear()
-        self.loaded.clear()
+    def engine_for(self, state: StudentState) -> StudentEngine:
+        store = TableProgramStore(self.programs, state.student_key)
+        return StudentEngine(state, self.p.config, self.p.scorer, store, self.nudge)
 
-    def set(self, student: str, partition: int, due: float | None) -> None:
-        self.due[student] = (partition, due)
+    def save(self, engine: StudentEngine, partition: int) -> None:
+        state = engine.state
+        state.partition = partition
+        self.students[state.student_key] = state.to_bytes()
+        self.index.set(state.student_key, partition, engine.next_due(self.live))
 
-    def discard(self, student: str) -> None:
-        self.due.pop(student, None)
+    def drop(self, engine: StudentEngine) -> None:
+        for session_id in list(engine.state.sessions):
+            engine.programs.put(session_id, None)
+        del self.students[engine.state.student_key]
+        self.index.discard(engine.state.student_key)
 
-    def students_due(self, partition: int, now: float, final: bool) -> list[str]:
-        return sorted(s for s, (part, due) in self.due.items()
-                      if part == partition and (final or (due is not None and due <= now)))
+    def load_partition(self, partition: int) -> None:
+        if partition in self.index.loaded:
+            return
+        for _key, raw in list(self.students.items()):
+            state = StudentState.from_bytes(raw, self.p.config)
+            if state.partition == partition:
+                self.index.set(state.student_key, partition, self.engine_for(state).next_due(self.live))
+        self.index.loaded.add(partition)
+
+    async def emit(self, outputs: list[Output], key: str) -> None:
+        metrics = self.p.metrics
+        for record in outputs:
+            if isinstance(record, RunScored):
+                metrics.runs_scored.inc()
+            elif isinstance(record, DeadLetter):
+                metrics.runs_unscored.labels(record.reason.value).inc()
+            await publish(self.p, record, key)
+
+    # -- handlers -------------------------------------------------------------------
+    async def on_event(self, value: bytes, source: SourceRef) -> None:
+        event = decode(NormalizedEvent, value)
+        state = self.load(event.student_key)
+        if source.offset <= state.last_offset and source.partition == state.partition:
+            self.p.metrics.duplicates_skipped.inc()
+            return
+        self.load_partition(source.partition)
+        started = time.perf_counter()
+        engine = self.engine_for(state)
+        outputs = engine.on_event(event)
+        self.p.metrics.event_seconds.observe(time.perf_counter() - started)
+        await self.emit(outputs, event.student_key)
+        state.last_offset = source.offset
+        self.save(engine, source.partition)
+        if not self.live:
+            await self.follow_watermark(source.partition, event.ts, event.student_key)
+
+    async def follow_watermark(self, partition: int, ts: float, current: str) -> None:
+        """Replay mode: advance this partition's other students to its event time."""
+        mark = max(ts, self.watermark.get(partition, ts))
+        self.watermark[partition] = mark
+        for key in self.index.students_due(partition, mark):
+            if key == current:
+                self.index.set(key, partition, self.engine_for(self.load(key)).next_due(False))
+                continue
+            await self.advance(key, partition, mark, inclusive=False, final=False)
+
+    async def advance(self, key: str, partition: int, now: float, *, inclusive: bool, final: bool) -> None:
+        engine = self.engine_for(self.load(key))
+        outputs = engine.advance(now, inclusive=inclusive, final=final)
+        engine.drop_stale_sessions(now)
+        await self.emit(outputs, key)
+        if engine.expired(now):
+            self.drop(engine)
+        else:
+            self.save(engine, partition)
+
+    async def on_tick(self, value: bytes, source: SourceRef) -> None:
+        tick = decode(ClockTick, value)
+        self.load_partition(source.partition)
+        for key in self.index.students_due(source.partition, tick.now, tick.final):
+            await self.advance(key, source.partition, tick.now, inclusive=True, final=tick.final)
+        self.p.metrics.students.set(len(self.index))
+
+    async def on_chat(self, value: bytes, source: SourceRef) -> None:
+        chat = decode(ChatRequest, value)
+        raw = self.students.get(chat.student_key)
+        state = StudentState.from_bytes(raw, self.p.config) if raw else None
+        programs = TableProgramStore(self.programs, chat.student_key)
+        await publish(self.p, answer_request(chat, state, programs), chat.student_key)
 
 
 def register(p: Pipeline) -> None:
-    students, programs = p.tables["students"], p.tables["programs"]
-    live = p.settings.clock_mode == "live"
-    index = DueIndex()
-    p.extras["due_index"] = index
+    analysis = Analysis(p)
+    p.extras["analysis"] = analysis
+    handlers = {T.EVENTS.name: analysis.on_event, T.CLOCK.name: analysis.on_tick,
+                T.CHAT_REQUESTS.name: analysis.on_chat}
     names = {p.settings.topic(s.name): s for s in (T.EVENTS, T.CLOCK, T.CHAT_REQUESTS)}
-
-    def load(key: str) -> StudentState:
-        raw = students.get(key)
-        return StudentState.from_bytes(raw, p.config) if raw else StudentState(key)
-
-    def engine_for(state: StudentState) -> StudentEngine:
-        return StudentEngine(state, p.config, p.scorer, TableProgramStore(programs, state.student_key))
-
-    async def emit(outputs: list[Output], key: str) -> None:
-        for record in outputs:
-            if isinstance(record, RunScored):
-                p.metrics.runs_scored.inc()
-            elif isinstance(record, DeadLetter):
-                p.metrics.runs_unscored.labels(record.reason.value).inc()
-            await publish(p, record, key)
-
-    def save(engine: StudentEngine, partition: int) -> None:
-        state = engine.state
-        students[state.student_key] = state.to_bytes()
-        index.set(state.student_key, partition, engine.next_due(live))
-
-    async def on_event(value: bytes, source: SourceRef) -> None:
-        event = decode(NormalizedEvent, value)
-        state = load(event.student_key)
-        if source.offset <= state.last_offset and source.partition == state.partition:
-            p.metrics.duplicates_skipped.inc()
-            return
-        started = time.perf_counter()
-        engine = engine_for(state)
-        outputs = engine.on_event(event)
-        p.metrics.event_seconds.observe(time.perf_counter() - started)
-        await emit(outputs, event.student_key)
-        state.partition, state.last_offset = source.partition, source.offset
-        save(engine, source.partition)
-
-    def load_partition(partition: int) -> None:
-        if partition in index.loaded:
-            return
-        for _key, raw in list(students.items()):
-            state = StudentState.from_bytes(raw, p.config)
-            if state.partition == partition:
-                index.set(state.student_key, partition, engine_for(state).next_due(live))
-        index.loaded.add(partition)
-
-    async def on_tick(value: bytes, source: SourceRef) -> None:
-        tick = decode(ClockTick, value)
-        load_partition(source.partition)
-        for key in index.students_due(source.partition, tick.now, tick.final):
-            engine = engine_for(load(key))
-            outputs = engine.advance(tick.now, inclusive=True, final=tick.final)
-            engine.drop_stale_sessions(tick.now)
-            await emit(outputs, key)
-            if engine.expired(tick.now):
-                for session_id in list(engine.state.sessions):
-                    engine.programs.put(session_id, None)
-                del students[key]
-                index.discard(key)
-            else:
-                save(engine, source.partition)
-        p.metrics.students.set(len(index.due))
-
-    handlers = {T.EVENTS.name: on_event, T.CLOCK.name: on_tick}
-    p.extras["analysis_handlers"] = handlers
 
     @p.app.on_partitions_assigned.connect
     async def _reassigned(app: object, assigned: object = None, **kwargs: object) -> None:  # noqa: ARG001
-        index.reset()
+        analysis.index.reset()
 
     channel = p.app.topic(*names, key_serializer="raw", value_serializer="raw")
 
     @p.app.agent(channel, name="analysis")
-    async def analysis(stream):  # type: ignore[no-untyped-def]
+    async def analysis_agent(stream):  # type: ignore[no-untyped-def]
         async for event in stream.events():
             message = event.message
             spec = names[message.topic]
             p.metrics.records_in.labels(spec.name).inc()
             source = source_of(message)
             key = message.key.decode() if message.key else None
-            handler = handlers.get(spec.name)
-            if handler is None:
-                continue
             try:
-                await handler(message.value or b"", source)
+                await handlers[spec.name](message.value or b"", source)
             except Exception as exc:  # noqa: BLE001 - the stage edge: dead-letter and go on
                 await dead_letter_failure(p, "analysis", message.value, source, exc, key)

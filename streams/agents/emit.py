@@ -12,7 +12,10 @@ from topology.app import Pipeline
 from topology.schemas import (
     DeadLetter,
     EpisodeClosed,
+    FeedbackMessage,
+    FeedbackRequest,
     NormalizedEvent,
+    NudgeOutcome,
     PauseDetected,
     RejectReason,
     RunScored,
@@ -30,6 +33,9 @@ _ROUTES: tuple[tuple[type[Record], T.TopicSpec], ...] = (
     (EpisodeClosed, T.EPISODES),
     (PauseDetected, T.EPISODES),
     (DeadLetter, T.DEADLETTER),
+    (FeedbackRequest, T.FEEDBACK_REQUESTS),
+    (FeedbackMessage, T.FEEDBACK),
+    (NudgeOutcome, T.NUDGE_OUTCOMES),
 )
 
 

@@ -1,0 +1,91 @@
+"""From fires to feedback requests: the nudge policy applied inside the engine.
+
+Pure glue between the engine's state and :mod:`feedback.nudge`.  Every fire
+ends as exactly one proactive :class:`FeedbackRequest` — ``act`` or
+``suppress`` with its reason — except while it is held for a running program,
+when its request comes out at release.  An inactive alert noticed only when
+the student's next event arrived is ``resolved``: the student is back.
+Reactive questions get a request with the session's measurements, or a
+canned reply (no session yet, or a run in progress).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from feedback.nudge import NudgeConfig, NudgeState, Verdict, decide
+from streams.ids import derived_id
+from streams.metrics import MetricEvent, compute_metrics
+from streams.programs import ProgramStore
+from streams.state import SessionState, StudentState
+from topology.schemas import ChatRequest, FeedbackRequest, Lane, SessionMetrics, TriggerFired
+
+RESOLVED = "resolved"
+
+
+def session_metrics(session: SessionState) -> SessionMetrics:
+    """The measurements of a session as of now."""
+    events = [MetricEvent.from_json(raw) for raw in session.metric_events]
+    return compute_metrics(
+        events,
+        run_count=sum(1 for e in events if e.event_type == "runProject"),
+        post_run_pause_count=session.post_run_pauses,
+        inactive_pause_count=session.inactive_pauses,
+        run_in_progress=session.segmenter.run_open,
+    )
+
+
+def _proactive(
+    fire: TriggerFired, state: StudentState, programs: ProgramStore, *, act: bool, reason: str | None,
+) -> FeedbackRequest:
+    session = state.sessions.get(fire.session_id)
+    metrics = session_metrics(session) if act and session is not None else None
+    return FeedbackRequest(
+        request_id=derived_id("feedback", fire.trigger_id), lane=Lane.PROACTIVE,
+        student_key=fire.student_key, student_id=fire.student_id, session_id=fire.session_id,
+        playground=fire.playground, ts=fire.ts, trigger=fire,
+        decision="act" if act else "suppress", suppress_reason=reason, metrics=metrics,
+        program_xml=programs.get(fire.session_id) if act else None,
+    )
+
+
+def apply_policy(
+    fires: Sequence[TriggerFired], state: StudentState, programs: ProgramStore,
+    config: NudgeConfig, *, now: float, resolved: Sequence[TriggerFired] = (),
+) -> list[FeedbackRequest]:
+    """Decide ``fires`` (and release a held fire whose run ended); update the state."""
+    out = [_proactive(f, state, programs, act=False, reason=RESOLVED) for f in resolved]
+    latest = state.sessions.get(state.last_session or "")
+    running = latest is not None and latest.segmenter.run_open
+    policy = NudgeState.from_json(state.policy)
+    if not fires and policy.held is None:
+        return out
+    last_run = latest.next_run - 1 if latest is not None and latest.next_run else None
+    result = decide(fires, policy, config, now=now, run_in_progress=running, last_run_index=last_run)
+    state.policy = result.state.to_json()
+    for decision in result.decisions:
+        if decision.verdict is Verdict.HOLD:
+            continue
+        act = decision.verdict is Verdict.ACT
+        reason = decision.reason.value if decision.reason is not None else None
+        out.append(_proactive(decision.trigger, state, programs, act=act, reason=reason))
+    return out
+
+
+def answer_request(chat: ChatRequest, state: StudentState | None, programs: ProgramStore | None) -> FeedbackRequest:
+    """The reactive request for a student's question."""
+    session_id = chat.session_id or (state.last_session if state else None)
+    session = state.sessions.get(session_id) if state and session_id else None
+    base = {
+        "request_id": derived_id("feedback", chat.request_id), "lane": Lane.REACTIVE,
+        "student_key": chat.student_key, "student_id": chat.student_id,
+        "session_id": session_id or "", "ts": chat.ts, "question": chat.text,
+        "chat_request_id": chat.request_id,
+    }
+    if session is None or session_id is None:
+        return FeedbackRequest(playground=None, canned="no_session", **base)
+    playground = session.run_playground
+    if session.segmenter.run_open:
+        return FeedbackRequest(playground=playground, canned="run_in_progress", **base)
+    program = programs.get(session_id) if programs is not None else None
+    return FeedbackRequest(playground=playground, metrics=session_metrics(session), program_xml=program, **base)
