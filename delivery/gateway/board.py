@@ -1,0 +1,72 @@
+"""The teacher board's stream: ``GET /admin/board/stream`` (admin token).
+
+On connect: one ``snapshot`` event with the most recent triggers from Postgres
+(each with its status, reason and the nudge sent), so a board opened late is
+not empty.  Then live: ``trigger`` (from ``vex.triggers``, with evidence),
+``outcome`` (from ``vex.nudge.outcomes``: acted, suppressed + reason, failed)
+and ``nudge`` (the proactive message text from ``vex.feedback``).  The page
+merges them into one row per ``trigger_id``; they may arrive in any order.
+
+Board frames carry no ``id:``: a reconnecting board gets a new snapshot.
+The subscription is made before the snapshot is read, so a trigger stored
+while the snapshot loads still arrives live (the page merges duplicates).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from aiohttp import web
+
+from delivery.gateway import payloads as P
+from delivery.gateway import sse, store
+from delivery.gateway.pubsub import BOARD, Subscription
+from delivery.gateway.state import GATEWAY, Gateway, register_stream, unregister_stream
+
+log = logging.getLogger(__name__)
+
+SNAPSHOT_LIMIT = 200
+
+
+async def board_stream(request: web.Request) -> web.StreamResponse:
+    gw = request.app[GATEWAY]
+    gw.auth.admin(request)
+    sub = gw.hub.subscribe(BOARD, "board")
+    response: web.StreamResponse | None = None
+    out: sse.OpenStream | None = None
+    try:
+        response = await sse.open_response(request, gw.settings.sse_retry_ms)
+        out = sse.OpenStream(response, "board", "board", asyncio.current_task(), wake=sub.interrupt)
+        register_stream(request.app, out)
+        rows = await store.board_snapshot(gw.need_pool(), SNAPSHOT_LIMIT)
+        await out.write(P.board_frame(P.BOARD_SNAPSHOT, {"triggers": rows}),
+                        gw.settings.sse_write_timeout_s)
+        await _pump(gw, out, sub)
+    except (ConnectionResetError, TimeoutError) as exc:
+        if isinstance(exc, TimeoutError):
+            gw.metrics.dropped.labels("board").inc()
+            log.warning("dropping slow board client: a write took over %.0f s",
+                        gw.settings.sse_write_timeout_s)
+    finally:
+        gw.hub.unsubscribe(sub)
+        if out is not None:
+            unregister_stream(request.app, out)
+    return response if response is not None else web.Response(status=499)
+
+
+async def _pump(gw: Gateway, out: sse.OpenStream, sub: Subscription[P.Outgoing]) -> None:
+    heartbeat, timeout = gw.settings.sse_heartbeat_s, gw.settings.sse_write_timeout_s
+    while not out.closing.is_set():
+        try:
+            async with asyncio.timeout(heartbeat):
+                item = await sub.queue.get()
+        except TimeoutError:
+            await out.write(sse.comment("ping"), timeout)
+            continue
+        if item is None:
+            if sub.is_dropped:
+                gw.metrics.dropped.labels("board").inc()
+            return
+        await out.write(P.outgoing_frame(item, None), timeout)
+        gw.metrics.pushed.labels(item.event).inc()

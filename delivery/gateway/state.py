@@ -1,0 +1,101 @@
+"""The gateway's typed application state (``web.AppKey``s) and its lifecycle.
+
+Clients (the Postgres pool, the Kafka producer, the feed consumer) are created
+once in :func:`clients_ctx` (an aiohttp cleanup context) and closed when the
+app stops; open SSE streams live in :data:`STREAMS` and are ended in
+``on_shutdown`` so a stop never waits for browsers to hang up.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+import asyncpg
+from aiohttp import web
+from aiokafka import AIOKafkaProducer
+
+from delivery.gateway.auth import Authenticator
+from delivery.gateway.consumer import CONSUMED, FeedConsumer
+from delivery.gateway.metrics import GatewayMetrics
+from delivery.gateway.payloads import Outgoing
+from delivery.gateway.pubsub import Hub
+from delivery.gateway.sse import OpenStream, close_all
+from topology import topics as T
+from topology.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Gateway:
+    """Everything a handler needs, built once per app."""
+
+    settings: Settings
+    metrics: GatewayMetrics
+    auth: Authenticator
+    hub: Hub[Outgoing]
+    pool: asyncpg.Pool | None = None
+    producer: AIOKafkaProducer | None = None
+    consumer: FeedConsumer | None = None
+    extras: dict[str, object] = field(default_factory=dict)
+
+    def need_pool(self) -> asyncpg.Pool:
+        if self.pool is None:
+            raise RuntimeError("the gateway's database pool is not open")
+        return self.pool
+
+    def need_producer(self) -> AIOKafkaProducer:
+        if self.producer is None:
+            raise RuntimeError("the gateway's Kafka producer is not started")
+        return self.producer
+
+
+GATEWAY: web.AppKey[Gateway] = web.AppKey("gateway", Gateway)
+STREAMS: web.AppKey[set[OpenStream]] = web.AppKey("streams", set[OpenStream])
+
+
+def register_stream(app: web.Application, stream: OpenStream) -> None:
+    app[STREAMS].add(stream)
+    app[GATEWAY].metrics.open_streams.labels(stream.kind).inc()
+
+
+def unregister_stream(app: web.Application, stream: OpenStream) -> None:
+    stream.finished.set()
+    if stream in app[STREAMS]:
+        app[STREAMS].discard(stream)
+        app[GATEWAY].metrics.open_streams.labels(stream.kind).dec()
+
+
+async def clients_ctx(app: web.Application) -> AsyncIterator[None]:
+    """Open the pool, the producer and the consumer; close them on cleanup."""
+    from delivery.db import create_pool
+    from topology.kafka_admin import ensure_topics
+
+    gw = app[GATEWAY]
+    s = gw.settings
+    await ensure_topics(s, [s.topic(name) for name in (*CONSUMED, T.CHAT_REQUESTS.name)])
+    gw.pool = await create_pool(s)
+    gw.producer = AIOKafkaProducer(bootstrap_servers=s.kafka_bootstrap_servers,
+                                   enable_idempotence=True, linger_ms=0,
+                                   client_id="vexnudge-gateway")
+    gw.consumer = FeedConsumer(s, gw.hub, gw.metrics)
+    try:
+        await gw.producer.start()
+        await gw.consumer.start()
+        log.info("gateway: consuming %s from their end; ready",
+                 ", ".join(s.topic(n) for n in CONSUMED))
+        yield
+    finally:
+        await gw.consumer.stop()
+        await gw.producer.stop()
+        await gw.pool.close()
+
+
+async def on_shutdown(app: web.Application) -> None:
+    """End every open stream (clients reconnect elsewhere with Last-Event-ID)."""
+    streams = app[STREAMS]
+    if streams:
+        log.info("gateway: closing %d open stream(s)", len(streams))
+    await close_all(streams)
