@@ -62,7 +62,8 @@ def build_app(settings: Settings, *, with_clients: bool = True) -> web.Applicati
     metrics = GatewayMetrics()
     gw = state.Gateway(settings=settings, metrics=metrics,
                        auth=Authenticator(secret, admin_token, metrics),
-                       hub=Hub[Outgoing](settings.sse_client_queue))
+                       hub=Hub[Outgoing](settings.sse_client_queue,
+                                         on_drop=lambda sub: metrics.dropped.labels(sub.kind).inc()))
     app = web.Application(client_max_size=64 * 1024)
     app[state.GATEWAY] = gw
     app[state.STREAMS] = set()

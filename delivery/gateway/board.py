@@ -32,7 +32,8 @@ SNAPSHOT_LIMIT = 200
 async def board_stream(request: web.Request) -> web.StreamResponse:
     gw = request.app[GATEWAY]
     gw.auth.admin(request)
-    sub = gw.hub.subscribe(BOARD, "board")
+    sub = gw.hub.subscribe(BOARD, "board", kind="board")
+    sub.on_drop = sse.closer(request)
     response: web.StreamResponse | None = None
     out: sse.OpenStream | None = None
     try:
@@ -65,8 +66,6 @@ async def _pump(gw: Gateway, out: sse.OpenStream, sub: Subscription[P.Outgoing])
             await out.write(sse.comment("ping"), timeout)
             continue
         if item is None:
-            if sub.is_dropped:
-                gw.metrics.dropped.labels("board").inc()
             return
         await out.write(P.outgoing_frame(item, None), timeout)
         gw.metrics.pushed.labels(item.event).inc()

@@ -37,7 +37,10 @@ class Subscription(Generic[T]):
     key: str
     queue: asyncio.Queue[T | None]
     label: str = ""
+    kind: str = "student"
     dropped: asyncio.Event = field(default_factory=asyncio.Event)
+    on_drop: Callable[[], None] | None = None
+    """Set by the stream: ends its connection at once (a blocked write included)."""
 
     @property
     def is_dropped(self) -> bool:
@@ -45,12 +48,9 @@ class Subscription(Generic[T]):
 
     def interrupt(self) -> None:
         """Wake the stream's reader with ``None`` (waiting items are discarded)."""
-        while True:
-            try:
-                self.queue.put_nowait(None)
-                return
-            except asyncio.QueueFull:
-                self.queue.get_nowait()
+        while not self.queue.empty():
+            self.queue.get_nowait()
+        self.queue.put_nowait(None)
 
 
 class Hub(Generic[T]):
@@ -67,10 +67,9 @@ class Hub(Generic[T]):
         self._subs: dict[str, set[Subscription[T]]] = {}
         self._on_drop = on_drop
 
-    def subscribe(self, key: str, label: str = "") -> Subscription[T]:
+    def subscribe(self, key: str, label: str = "", kind: str = "student") -> Subscription[T]:
         """A new inbox for ``key``; unsubscribe it when the stream ends."""
-        # One slot more than the bound, so ``interrupt`` always has room.
-        sub: Subscription[T] = Subscription(key, asyncio.Queue(self.queue_size + 1), label)
+        sub: Subscription[T] = Subscription(key, asyncio.Queue(self.queue_size), label, kind)
         self._subs.setdefault(key, set()).add(sub)
         return sub
 
@@ -99,6 +98,8 @@ class Hub(Generic[T]):
         sub.dropped.set()
         self.unsubscribe(sub)
         sub.interrupt()
+        if sub.on_drop is not None:
+            sub.on_drop()
         log.warning("dropping slow SSE client %s: %d items waiting (queue full); "
                     "it will reconnect and resume", sub.label or "?", self.queue_size)
         if self._on_drop is not None:

@@ -78,6 +78,16 @@ class OpenStream:
             await self.response.write(data)
 
 
+def closer(request: web.Request) -> Callable[[], None]:
+    """A function that closes the request's connection now (ends a blocked write)."""
+
+    def close() -> None:
+        if request.transport is not None:
+            request.transport.close()
+
+    return close
+
+
 async def open_response(request: web.Request, retry_ms: int) -> web.StreamResponse:
     """Send the SSE headers, the ``retry:`` line and an opening comment."""
     response = web.StreamResponse(status=200, headers=SSE_HEADERS)

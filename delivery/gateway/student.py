@@ -104,6 +104,7 @@ async def stream(request: web.Request) -> web.StreamResponse:
     cursor, since = resume_cursor(request), since_param(request)
     label = f"student={claims.student_key}"
     sub = gw.hub.subscribe(claims.student_key, label)  # before the replay: nothing slips through
+    sub.on_drop = sse.closer(request)
     response: web.StreamResponse | None = None
     open_stream: sse.OpenStream | None = None
     try:
@@ -158,8 +159,6 @@ async def _pump(gw: Gateway, out: sse.OpenStream, sub: Subscription[P.Outgoing],
         while len(items) < _BATCH and not sub.queue.empty():
             items.append(sub.queue.get_nowait())
         if any(item is None for item in items):
-            if sub.is_dropped:
-                gw.metrics.dropped.labels("student").inc()
             return
         chunk, fresh = _render(items, delivered)  # type: ignore[arg-type]
         if chunk:
