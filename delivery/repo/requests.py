@@ -11,8 +11,8 @@ one worker at a time.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Literal
 
 import asyncpg
@@ -141,17 +141,18 @@ async def lock_question(conn: asyncpg.Connection, request_id: str) -> QuestionRo
 
 async def claim_due(
     conn: asyncpg.Connection, *, retry_after_s: float, max_delay_s: float,
-    exclude: Sequence[str] = (),
+    touched_before: datetime | None = None,
 ) -> QuestionRow | None:
     """Lock the oldest due pending question with a request that no one else holds.
 
-    Same due rule as :func:`delivery.repo.triggers.claim_due`; call inside a
-    transaction.
+    Same due rule and ``touched_before`` as :func:`delivery.repo.triggers.claim_due`;
+    call inside a transaction.
     """
     record = await conn.fetchrow(
         f"select {_COLUMNS} from chat.requests where {_DUE}"
-        " and request_id <> all($3::uuid[]) order by updated_at limit 1 for update skip locked",
-        float(retry_after_s), float(max_delay_s), [as_uuid(i) for i in exclude],
+        " and ($3::timestamptz is null or updated_at < $3)"
+        " order by updated_at limit 1 for update skip locked",
+        float(retry_after_s), float(max_delay_s), touched_before,
     )
     return _row(record) if record is not None else None
 

@@ -11,8 +11,8 @@ it later; :func:`claim_due` hands such a row to exactly one worker at a time.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Literal
 
 import asyncpg
@@ -174,7 +174,7 @@ async def lock_trigger(conn: asyncpg.Connection, trigger_id: str) -> TriggerRow 
 
 async def claim_due(
     conn: asyncpg.Connection, *, retry_after_s: float, max_delay_s: float,
-    exclude: Sequence[str] = (),
+    touched_before: datetime | None = None,
 ) -> TriggerRow | None:
     """Lock the oldest due pending fire that no other transaction holds.
 
@@ -182,11 +182,15 @@ async def claim_due(
     (at most ``max_delay_s``).  Call inside a transaction; the row stays
     locked (``FOR UPDATE SKIP LOCKED``) until it ends, so concurrent workers
     never claim the same fire.
+
+    :param touched_before: only rows last updated before this (database)
+        time: a sweep passes its start time so that it tries each row once.
     """
     record = await conn.fetchrow(
         f"select {_COLUMNS} from event_logs.agent_triggers where {_DUE}"
-        " and trigger_id <> all($3::uuid[]) order by updated_at limit 1 for update skip locked",
-        float(retry_after_s), float(max_delay_s), [as_uuid(i) for i in exclude],
+        " and ($3::timestamptz is null or updated_at < $3)"
+        " order by updated_at limit 1 for update skip locked",
+        float(retry_after_s), float(max_delay_s), touched_before,
     )
     return _row(record) if record is not None else None
 

@@ -1,0 +1,428 @@
+"""The feedback stage's side effects: store, generate once, store the reply, publish.
+
+:class:`FeedbackService` turns a :class:`FeedbackRequest` into stored rows
+and published records.  The Faust adapter calls :meth:`~FeedbackService.handle`
+for every request and :meth:`~FeedbackService.retry_pending` periodically.
+
+Guarantees (Postgres is the outbox):
+
+- A proactive fire is recorded ``pending`` and committed *before* the model
+  is called.  Generation runs with the fire's row locked; the reply is
+  inserted under an id derived from the trigger and the fire marked
+  ``acted`` in the same transaction; only then is the message published.
+- A re-delivered or replayed request finds the stored state: an acted fire
+  re-publishes its stored message (consumers dedupe by ``message_id``) and
+  never calls the model or inserts a row again.
+- A failed pass (model down and the template fallback off) leaves the row
+  ``pending`` with one more attempt and the error; :meth:`retry_pending`
+  finishes it later, claiming rows with ``FOR UPDATE SKIP LOCKED`` so that
+  concurrent workers never generate the same nudge twice; after
+  ``FEEDBACK_MAX_ATTEMPTS`` it becomes ``failed``.
+- A suppressed fire is recorded with its reason and its outcome published.
+- A student's question is stored (idempotently) with its request, answered
+  the same way, and marked ``answered``; canned replies are stored too.
+- A message stored but not published (the process died in between) is
+  published by :meth:`retry_pending`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal, Protocol
+
+import asyncpg
+
+from delivery.repo import messages, requests, triggers
+from delivery.repo.codec import as_uuid
+from feedback.errors import BadFeedbackRequest, FeedbackError, InternalFailure
+from feedback.generate import FeedbackResult, generate_feedback
+from feedback.llm import LLMClient
+from streams.ids import derived_id
+from topology.schemas.feedback import FeedbackMessage, FeedbackRequest, Lane, NudgeOutcome
+from topology.settings import Settings
+
+log = logging.getLogger(__name__)
+
+Published = FeedbackMessage | NudgeOutcome
+Publish = Callable[[Published], Awaitable[None]]
+Status = Literal["acted", "answered", "suppressed", "pending", "failed"]
+
+
+@dataclass(frozen=True, slots=True)
+class DeliveryTiming:
+    """Latencies of one delivered reply.
+
+    :ivar model_s: the model call (retries included; 0 for a canned reply).
+    :ivar service_s: from entering the service to the stored reply.
+    :ivar since_request_s: from the request's time (``request.ts``, event
+        time) to the stored reply, by the service clock: the end-to-end
+        latency in live mode (meaningless when replaying old events).
+    """
+
+    lane: Lane
+    model: str | None
+    model_s: float
+    service_s: float
+    since_request_s: float
+
+
+class ServiceMetrics(Protocol):
+    """What the service reports (the worker maps it to Prometheus)."""
+
+    def model_call(self, seconds: float, *, ok: bool, error: str | None) -> None:
+        """One feedback pass that needed the model; ``error``: why it gave no answer."""
+
+    def outcome(self, status: str, lane: Lane) -> None:
+        """A request reached ``status`` (acted, answered, suppressed, pending, failed)."""
+
+    def delivered(self, timing: DeliveryTiming) -> None:
+        """A reply was stored and published."""
+
+
+class NullMetrics:
+    """:class:`ServiceMetrics` that records nothing."""
+
+    def model_call(self, seconds: float, *, ok: bool, error: str | None) -> None:
+        return None
+
+    def outcome(self, status: str, lane: Lane) -> None:
+        return None
+
+    def delivered(self, timing: DeliveryTiming) -> None:
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class HandleResult:
+    """What one request came to.
+
+    :ivar generated: a feedback pass ran (model or template or canned) in this call.
+    """
+
+    status: Status
+    message: FeedbackMessage | None = None
+    outcome: NudgeOutcome | None = None
+    generated: bool = False
+
+
+@dataclass
+class RetryReport:
+    """What one :meth:`FeedbackService.retry_pending` pass did."""
+
+    delivered: int = 0
+    failed: int = 0
+    still_pending: int = 0
+    republished: int = 0
+
+
+@dataclass
+class _Plan:
+    """The result of a transaction, and what to publish once it has committed."""
+
+    result: HandleResult
+    lane: Lane
+    timing: DeliveryTiming | None = None
+    publish: list[Published] = field(default_factory=list)
+    counted: bool = True
+    """Report the status to the metrics (False: a re-publish, or a repeated pending)."""
+
+
+def nudge_response_id(trigger_id: str) -> str:
+    """The response id of the nudge sent for a fire."""
+    return derived_id("nudge", trigger_id)
+
+
+def answer_response_id(request_id: str) -> str:
+    """The response id of the answer to a student's question."""
+    return derived_id("answer", request_id)
+
+
+def question_id(request: FeedbackRequest) -> str:
+    """The id under which a reactive request's question is stored."""
+    return str(as_uuid(request.chat_request_id or request.request_id))
+
+
+class FeedbackService:
+    """Store → generate once → store the reply → publish, for both lanes."""
+
+    def __init__(
+        self, pool: asyncpg.Pool, llm: LLMClient | None, settings: Settings, publish: Publish,
+        *, metrics: ServiceMetrics | None = None, clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.pool = pool
+        self.llm = llm
+        self.publish = publish
+        self.metrics: ServiceMetrics = metrics or NullMetrics()
+        self.clock = clock
+        self.fallback = settings.llm_fallback_template
+        self.max_attempts = settings.feedback_max_attempts
+        self.retry_after_s = settings.feedback_retry_after_s
+        self.max_delay_s = settings.feedback_retry_max_delay_s
+        self.retry_workers = settings.llm_concurrency
+
+    # --- entry points ------------------------------------------------------------
+    async def handle(self, request: FeedbackRequest) -> HandleResult:
+        """Act on one request (either lane); publishes after each commit.
+
+        :raises BadFeedbackRequest: a proactive request without a trigger.
+        :raises Exception: whatever ``publish`` raises (the rows stay committed;
+            a re-delivery or the sweeper publishes again).
+        """
+        started = time.perf_counter()
+        if request.lane is Lane.PROACTIVE:
+            plan = await self._proactive(request, started)
+        else:
+            plan = await self._reactive(request, started)
+        await self._execute(plan)
+        return plan.result
+
+    async def retry_pending(self, *, limit: int = 100) -> RetryReport:
+        """Finish due pending nudges and questions, and publish unpublished messages.
+
+        Safe to run from several tasks or workers at once: each row is claimed
+        by one transaction only, and each row is tried at most once per pass.
+        """
+        report, budget = RetryReport(), [limit]
+        pass_started = await self.pool.fetchval("select clock_timestamp()")
+
+        async def worker() -> None:
+            while budget[0] > 0:
+                budget[0] -= 1
+                plan = await self._retry_one(pass_started)
+                if plan is None:
+                    return
+                self._count(report, plan.result.status)
+                try:
+                    await self._execute(plan)
+                except Exception:  # noqa: BLE001 - the sweeper publishes it later
+                    log.exception("publishing a retried feedback message failed")
+
+        await asyncio.gather(*(worker() for _ in range(max(1, self.retry_workers))))
+        report.republished = await self._publish_unpublished(limit)
+        return report
+
+    # --- proactive ---------------------------------------------------------------
+    async def _proactive(self, request: FeedbackRequest, started: float) -> _Plan:
+        trigger = request.trigger
+        if trigger is None:
+            raise BadFeedbackRequest(f"proactive request {request.request_id} has no trigger")
+        if request.decision == "suppress":
+            reason = request.suppress_reason or "suppressed"
+            if await triggers.record_trigger(self.pool, request, status="suppressed", reason=reason):
+                outcome = self._outcome(request, "suppressed", reason=reason)
+                return _Plan(HandleResult("suppressed", outcome=outcome), Lane.PROACTIVE,
+                             publish=[outcome])
+            return await self._stored_state(trigger.trigger_id)
+        first = await triggers.record_trigger(self.pool, request, status="pending")
+        async with self.pool.acquire() as conn, conn.transaction():
+            row = await triggers.lock_trigger(conn, trigger.trigger_id)
+            if row is not None and row.status == "pending":
+                return await self._finish_trigger(conn, request, first=first, started=started)
+        return await self._stored_state(trigger.trigger_id)
+
+    async def _finish_trigger(
+        self, conn: asyncpg.Connection, request: FeedbackRequest, *, first: bool, started: float
+    ) -> _Plan:
+        """Generate and store the nudge of a locked pending fire (inside a transaction)."""
+        assert request.trigger is not None
+        tid = request.trigger.trigger_id
+        chat = await messages.recent_chat(conn, request.student_key, request.session_id)
+        try:
+            result = await self._generate(request, chat)
+        except FeedbackError as exc:
+            return await self._trigger_failed(conn, request, exc, first=first)
+        response_id = nudge_response_id(tid)
+        stored = await messages.insert_message(
+            conn, response_id=response_id, student_key=request.student_key,
+            session_id=request.session_id, role="assistant", text=result.text,
+            origin=Lane.PROACTIVE, classes=[c.value for c in result.classes], model=result.model,
+            trigger_id=tid,
+        )
+        await triggers.mark_acted(conn, tid, response_id)
+        message = await self._message(conn, response_id)
+        outcome = self._outcome(request, "acted", message=message)
+        timing = self._timing(request, result, started)
+        return _Plan(HandleResult("acted", message, outcome, generated=stored.inserted),
+                     Lane.PROACTIVE, timing=timing, publish=[message, outcome])
+
+    async def _trigger_failed(
+        self, conn: asyncpg.Connection, request: FeedbackRequest, exc: FeedbackError, *, first: bool
+    ) -> _Plan:
+        assert request.trigger is not None
+        tid, error = request.trigger.trigger_id, f"{type(exc).__name__}: {exc}"
+        attempts = await triggers.note_attempt(conn, tid, error)
+        if isinstance(exc, BadFeedbackRequest) or attempts >= self.max_attempts:
+            reason = "unanswerable" if isinstance(exc, BadFeedbackRequest) else "gave_up"
+            await triggers.mark_failed(conn, tid, error, reason=reason)
+            outcome = self._outcome(request, "failed", reason=reason)
+            return _Plan(HandleResult("failed", outcome=outcome), Lane.PROACTIVE, publish=[outcome])
+        log.warning("nudge %s pending after attempt %d: %s", tid, attempts, error)
+        outcome = self._outcome(request, "pending", reason=error)
+        return _Plan(HandleResult("pending", outcome=outcome), Lane.PROACTIVE,
+                     publish=[outcome] if first else [], counted=first)
+
+    async def _stored_state(self, trigger_id: str) -> _Plan:
+        """Re-publish what a fire already came to (re-delivery, replay)."""
+        row = await triggers.get_trigger(self.pool, trigger_id)
+        if row is None or row.request is None:
+            raise BadFeedbackRequest(
+                f"trigger {trigger_id} is not stored: another id holds the same fire "
+                "(student, session, type, fire key); trigger ids must be derived from that key")
+        message = None
+        if row.status == "acted" and row.response_id is not None:
+            message = await self._message(self.pool, row.response_id)
+        outcome = self._outcome(row.request, row.status, reason=row.reason, message=message)
+        publish: list[Published] = [message, outcome] if message is not None else [outcome]
+        return _Plan(HandleResult(row.status, message, outcome), Lane.PROACTIVE, publish=publish,
+                     counted=False)
+
+    # --- reactive ----------------------------------------------------------------
+    async def _reactive(self, request: FeedbackRequest, started: float) -> _Plan:
+        qid = question_id(request)
+        text = request.question if request.question and request.question.strip() else "Help"
+        async with self.pool.acquire() as conn:
+            async with conn.transaction():
+                first = await requests.record_question(
+                    conn, qid, request.student_key, request.session_id, text)
+                await messages.insert_message(
+                    conn, response_id=qid, student_key=request.student_key,
+                    session_id=request.session_id, role="student", text=text,
+                    origin=Lane.REACTIVE, request_id=qid)
+                await requests.attach_request(conn, qid, request)
+            async with conn.transaction():
+                row = await requests.lock_question(conn, qid)
+                if row is not None and row.status == "pending":
+                    return await self._finish_question(conn, request, qid, first=first,
+                                                       started=started)
+            answer = await messages.reply_for_request(conn, qid)
+        if answer is None:
+            return _Plan(HandleResult("failed"), Lane.REACTIVE, counted=False)
+        message = answer.to_feedback_message()
+        return _Plan(HandleResult("answered", message), Lane.REACTIVE, publish=[message],
+                     counted=False)
+
+    async def _finish_question(
+        self, conn: asyncpg.Connection, request: FeedbackRequest, qid: str, *, first: bool,
+        started: float,
+    ) -> _Plan:
+        """Answer a locked pending question and store the answer (inside a transaction)."""
+        chat = await messages.recent_chat(conn, request.student_key, request.session_id,
+                                          exclude_response_id=qid)
+        try:
+            result = await self._generate(request, chat)
+        except FeedbackError as exc:
+            error = f"{type(exc).__name__}: {exc}"
+            attempts = await requests.note_attempt(conn, qid, error)
+            if isinstance(exc, BadFeedbackRequest) or attempts >= self.max_attempts:
+                await requests.mark_failed(conn, qid, error)
+                return _Plan(HandleResult("failed"), Lane.REACTIVE)
+            log.warning("question %s pending after attempt %d: %s", qid, attempts, error)
+            return _Plan(HandleResult("pending"), Lane.REACTIVE, counted=first)
+        response_id = answer_response_id(qid)
+        stored = await messages.insert_message(
+            conn, response_id=response_id, student_key=request.student_key,
+            session_id=request.session_id, role="assistant", text=result.text,
+            origin=Lane.REACTIVE, classes=[c.value for c in result.classes], model=result.model,
+            request_id=qid,
+        )
+        await requests.mark_answered(conn, qid, response_id)
+        message = await self._message(conn, response_id)
+        return _Plan(HandleResult("answered", message, generated=stored.inserted), Lane.REACTIVE,
+                     timing=self._timing(request, result, started), publish=[message])
+
+    # --- retries -----------------------------------------------------------------
+    async def _retry_one(self, pass_started: datetime) -> _Plan | None:
+        """Claim one due row not tried since ``pass_started`` and finish it."""
+        started = time.perf_counter()
+        after, cap = self.retry_after_s, self.max_delay_s
+        async with self.pool.acquire() as conn, conn.transaction():
+            row = await triggers.claim_due(conn, retry_after_s=after, max_delay_s=cap,
+                                           touched_before=pass_started)
+            if row is not None and row.request is not None:
+                return await self._finish_trigger(conn, row.request, first=False, started=started)
+            question = await requests.claim_due(conn, retry_after_s=after, max_delay_s=cap,
+                                                touched_before=pass_started)
+            if question is not None and question.request is not None:
+                return await self._finish_question(conn, question.request, question.request_id,
+                                                   first=False, started=started)
+        return None
+
+    async def _publish_unpublished(self, limit: int) -> int:
+        rows = await messages.unpublished(self.pool, older_than_s=self.retry_after_s, limit=limit)
+        done = 0
+        for row in rows:
+            try:
+                await self.publish(row.to_feedback_message())
+            except Exception:  # noqa: BLE001 - tried again on the next pass
+                log.exception("re-publishing message %d failed", row.id)
+                continue
+            done += await messages.mark_published(self.pool, [row.id])
+        return done
+
+    @staticmethod
+    def _count(report: RetryReport, status: Status) -> None:
+        if status in ("acted", "answered"):
+            report.delivered += 1
+        elif status == "failed":
+            report.failed += 1
+        else:
+            report.still_pending += 1
+
+    # --- helpers -----------------------------------------------------------------
+    async def _generate(self, request: FeedbackRequest, chat: Sequence[tuple[str, str]]) -> FeedbackResult:
+        try:
+            result = await generate_feedback(request, chat=chat, llm=self.llm,
+                                             fallback_template=self.fallback)
+        except FeedbackError as exc:
+            self.metrics.model_call(0.0, ok=False, error=type(exc).__name__)
+            raise
+        except Exception as exc:  # noqa: BLE001 - counted as a failed attempt, never lost
+            log.exception("feedback pass for %s raised", request.request_id)
+            raise InternalFailure(f"{type(exc).__name__}: {exc}") from exc
+        if result.canned is None:
+            error = result.fallback_reason.split(":", 1)[0] if result.fallback_reason else None
+            self.metrics.model_call(result.seconds, ok=error is None, error=error)
+        return result
+
+    async def _execute(self, plan: _Plan) -> None:
+        """Publish what a committed transaction produced, then record metrics."""
+        published: list[int] = []
+        for record in plan.publish:
+            await self.publish(record)
+            if isinstance(record, FeedbackMessage):
+                published.append(record.message_id)
+        await messages.mark_published(self.pool, published)
+        if plan.timing is not None:
+            self.metrics.delivered(plan.timing)
+        if plan.counted:
+            self.metrics.outcome(plan.result.status, plan.lane)
+
+    async def _message(self, db: asyncpg.Pool | asyncpg.Connection, response_id: str) -> FeedbackMessage:
+        row = await messages.get_message(db, response_id)
+        if row is None:  # pragma: no cover - inserted in this transaction or earlier
+            raise BadFeedbackRequest(f"message {response_id} is not stored")
+        return row.to_feedback_message()
+
+    def _outcome(
+        self, request: FeedbackRequest, status: triggers.Status, *, reason: str | None = None,
+        message: FeedbackMessage | None = None,
+    ) -> NudgeOutcome:
+        trigger = request.trigger
+        assert trigger is not None
+        return NudgeOutcome(
+            trigger_id=str(as_uuid(trigger.trigger_id)), trigger_type=trigger.type.value,
+            student_key=trigger.student_key, session_id=trigger.session_id,
+            status=status, reason=reason, message_id=message.message_id if message else None,
+            response_id=message.response_id if message else None, at=self.clock(),
+        )
+
+    def _timing(self, request: FeedbackRequest, result: FeedbackResult, started: float) -> DeliveryTiming:
+        return DeliveryTiming(
+            lane=request.lane, model=result.model, model_s=result.seconds,
+            service_s=time.perf_counter() - started, since_request_s=self.clock() - request.ts,
+        )
