@@ -1,0 +1,309 @@
+"""Benchmark: SSE fan-out of the gateway to many concurrent students.
+
+Run ``.venv/bin/python bench/sse.py`` with the local stack up
+(``vexnudge stack up``; the same STACK_DIR / KAFKA_PORT / POSTGRES_PORT).
+
+What it does, all on loopback:
+
+1. starts a real gateway process (``vexnudge gateway``) on its own topics;
+2. opens ``--clients`` SSE streams (one student each, each with its own token)
+   and waits until every stream reported ``ready``;
+3. for each student, stores one nudge in ``chat.messages`` and publishes it
+   to ``vex.feedback`` exactly as the feedback service does, either paced
+   (``--rate`` messages per second) or all at once (``--burst``);
+4. checks that every client received exactly its own message, once;
+5. reports latency percentiles from the message's ``created_at`` (stored)
+   and from the moment it was handed to the producer, to the moment the
+   client read the frame; and the gateway's RSS before and after.
+
+Client and publisher share this process's event loop, so the figures include
+the client side's own scheduling; the gateway, the broker and PostgreSQL run
+in their own processes on the same 2 cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import platform
+import resource
+import secrets
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# Sibling benchmarks are named like packages (bench/tree_edit.py): keep this
+# script's folder off the import path.
+_HERE = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
+
+import aiohttp  # noqa: E402
+import asyncpg  # noqa: E402
+from aiokafka import AIOKafkaProducer  # noqa: E402
+
+from delivery.db import create_pool  # noqa: E402
+from delivery.gateway import tokens  # noqa: E402
+from delivery.gateway.client import SseParser  # noqa: E402
+from delivery.repo import messages as repo_messages  # noqa: E402
+from topology import topics as T  # noqa: E402
+from topology.kafka_admin import ensure_topics  # noqa: E402
+from topology.schemas.base import encode  # noqa: E402
+from topology.schemas.feedback import FeedbackMessage, Lane  # noqa: E402
+from topology.settings import Settings, load_settings  # noqa: E402
+
+
+@dataclass
+class Client:
+    """One student's open stream and what it saw."""
+
+    student: str
+    ready: asyncio.Event = field(default_factory=asyncio.Event)
+    got: list[tuple[float, dict[str, object]]] = field(default_factory=list)
+    done: asyncio.Event = field(default_factory=asyncio.Event)
+    error: str | None = None
+
+
+def raise_nofile(wanted: int) -> int:
+    """Raise the soft open-file limit towards ``wanted`` (up to the hard limit)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = min(max(soft, wanted), hard) if hard != resource.RLIM_INFINITY else max(soft, wanted)
+    if target > soft:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    return target
+
+
+def rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q / 100 * len(ordered) + 0.5) - 1))]
+
+
+class Gateway:
+    """A ``vexnudge gateway`` subprocess on a free port."""
+
+    def __init__(self, settings: Settings, port: int, secret: str, admin: str) -> None:
+        self.port = port
+        self.log = Path(tempfile.mkdtemp(prefix="vexnudge-bench-sse-")) / "gateway.log"
+        env = {**os.environ, "TOKEN_SECRET": secret, "ADMIN_TOKEN": admin,
+               "TOPIC_PREFIX": settings.topic_prefix, "GATEWAY_PORT": str(port),
+               "KAFKA_BOOTSTRAP_SERVERS": settings.kafka_bootstrap_servers,
+               "DATABASE_URL": settings.database_url.get_secret_value()}
+        self._log = open(self.log, "wb")  # noqa: SIM115 - closed in stop()
+        self.proc = subprocess.Popen([sys.executable, "-m", "topology.cli", "gateway", "-l", "warning"],
+                                     env=env, stdout=self._log, stderr=subprocess.STDOUT)
+
+    async def wait_healthy(self, http: aiohttp.ClientSession, timeout_s: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"the gateway exited:\n{self.log.read_text()[-2000:]}")
+            try:
+                async with http.get(f"http://127.0.0.1:{self.port}/healthz") as response:
+                    if response.status == 200:
+                        return
+            except aiohttp.ClientError:
+                pass
+            await asyncio.sleep(0.2)
+        raise RuntimeError("the gateway did not become healthy in time")
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self._log.close()
+
+
+async def listen(http: aiohttp.ClientSession, url: str, token: str, client: Client) -> None:
+    """Hold one stream open; note the arrival time of every message frame."""
+    parser = SseParser()
+    try:
+        async with http.get(url, params={"token": token}) as response:
+            if response.status != 200:
+                client.error = f"HTTP {response.status}"
+                client.ready.set()
+                return
+            async for chunk in response.content.iter_any():
+                now = time.time()
+                for event in parser.feed(chunk):
+                    if event.event == "ready":
+                        client.ready.set()
+                    elif event.event == "assistant_message":
+                        client.got.append((now, json.loads(event.data)))
+                        client.done.set()
+    except (aiohttp.ClientError, asyncio.CancelledError) as exc:
+        if not isinstance(exc, asyncio.CancelledError):
+            client.error = repr(exc)
+        client.ready.set()
+
+
+async def publish_all(settings: Settings, clients: list[Client], rate: float | None,
+                      sent_at: dict[int, float]) -> None:
+    """Store one nudge per client and publish it.
+
+    Paced (``rate``): store, then publish, one message every 1/rate s.
+    Burst (``rate`` None): store every message first, then publish them all
+    back to back (the latency then starts at the publish, not at the insert).
+    """
+    pool = await create_pool(settings, min_size=2, max_size=4)
+    producer = AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap_servers,
+                                enable_idempotence=True, linger_ms=0)
+    await producer.start()
+    topic = settings.topic(T.FEEDBACK.name)
+    try:
+        start = time.monotonic()
+        records: list[FeedbackMessage] = []
+        for i, client in enumerate(clients):
+            if rate:
+                await asyncio.sleep(max(0.0, start + i / rate - time.monotonic()))
+            record = await _store(pool, client.student, f"Nudge {i}: try changing one value and run again.")
+            if rate:
+                sent_at[record.message_id] = time.time()
+                await producer.send(topic, encode(record), key=record.student_key.encode())
+            else:
+                records.append(record)
+        for record in records:
+            sent_at[record.message_id] = time.time()
+            await producer.send(topic, encode(record), key=record.student_key.encode())
+        await producer.flush()
+    finally:
+        await producer.stop()
+        await pool.close()
+
+
+async def _store(pool: asyncpg.Pool, student: str, text: str) -> FeedbackMessage:
+    """Insert the nudge row; the record the feedback service would publish for it."""
+    stored = await repo_messages.insert_message(
+        pool, response_id=str(uuid.uuid4()), student_key=student, session_id="bench",
+        role="assistant", text=text, origin="proactive", classes=["ELABORATE"], model="template")
+    return FeedbackMessage(message_id=stored.id, response_id=stored.response_id, student_key=student,
+                           session_id="bench", role="assistant", origin=Lane.PROACTIVE, text=text,
+                           feedback_classes=["ELABORATE"], model="template",
+                           created_at=stored.created_at)
+
+
+async def run(args: argparse.Namespace) -> dict[str, object]:
+    base = load_settings()
+    settings = base.model_copy(update={"topic_prefix": f"bench-{uuid.uuid4().hex[:8]}."})
+    nofile = raise_nofile(args.clients * 2 + 256)
+    await ensure_topics(settings, [settings.topic(n) for n in
+                                   (T.FEEDBACK.name, T.TRIGGERS.name, T.NUDGE_OUTCOMES.name,
+                                    T.CHAT_REQUESTS.name)])
+    secret, admin = secrets.token_hex(32), secrets.token_hex(16)
+    gateway = Gateway(settings, args.port, secret, admin)
+    connector = aiohttp.TCPConnector(limit=0, force_close=False)
+    timeout = aiohttp.ClientTimeout(total=None, sock_read=120)
+    async with aiohttp.ClientSession(connector=connector, timeout=timeout) as http:
+        tasks: list[asyncio.Task[None]] = []
+        try:
+            await gateway.wait_healthy(http)
+            await asyncio.sleep(1.0)
+            rss_before = rss_mib(gateway.proc.pid)
+            run_id = uuid.uuid4().hex[:6]
+            clients = [Client(f"bench-{run_id}-{i:04d}") for i in range(args.clients)]
+            url = f"http://127.0.0.1:{args.port}/v1/students/{{}}/stream"
+            connect_start = time.monotonic()
+            for client in clients:
+                token = tokens.issue(secret.encode(), client.student, ttl_s=3600, now=time.time())
+                tasks.append(asyncio.create_task(listen(http, url.format(client.student), token, client)))
+            await asyncio.wait_for(asyncio.gather(*(c.ready.wait() for c in clients)), 120)
+            connect_s = time.monotonic() - connect_start
+            errors = [c.error for c in clients if c.error]
+            if errors:
+                raise RuntimeError(f"{len(errors)} clients failed to connect, e.g. {errors[0]}")
+            rss_connected = rss_mib(gateway.proc.pid)
+            sent_at: dict[int, float] = {}
+            pub_start = time.monotonic()
+            await publish_all(settings, clients, None if args.burst else args.rate, sent_at)
+            publish_s = time.monotonic() - pub_start
+            with contextlib.suppress(TimeoutError):  # the summary counts what is missing
+                await asyncio.wait_for(asyncio.gather(*(c.done.wait() for c in clients)), args.wait)
+            await asyncio.sleep(0.5)  # anything extra (a duplicate) would arrive by now
+            rss_after = rss_mib(gateway.proc.pid)
+            async with http.get(f"http://127.0.0.1:{args.port}/metrics") as response:
+                metrics_text = await response.text()
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            gateway.stop()
+    return summarize(args, clients, sent_at, rss_before, rss_connected, rss_after,
+                     connect_s, publish_s, nofile, metrics_text)
+
+
+def summarize(args: argparse.Namespace, clients: list[Client], sent_at: dict[int, float],
+              rss_before: float, rss_connected: float, rss_after: float, connect_s: float,
+              publish_s: float, nofile: int, metrics_text: str) -> dict[str, object]:
+    from_stored: list[float] = []
+    from_publish: list[float] = []
+    wrong = duplicates = missing = 0
+    for client in clients:
+        if not client.got:
+            missing += 1
+        duplicates += max(0, len(client.got) - 1)
+        for received, data in client.got:
+            if not str(data.get("text", "")).startswith("Nudge"):
+                wrong += 1
+            from_stored.append((received - float(data["created_ts"])) * 1000)  # type: ignore[arg-type]
+            from_publish.append((received - sent_at[int(data["message_id"])]) * 1000)  # type: ignore[call-overload]
+    delivered = sum(1 for c in clients if c.got)
+    result: dict[str, object] = {
+        "clients": args.clients, "mode": "burst" if args.burst else f"paced {args.rate:g}/s",
+        "delivered": delivered, "missing": missing, "duplicates": duplicates, "wrong": wrong,
+        "connect_s": round(connect_s, 2), "publish_s": round(publish_s, 2),
+        "rss_before_mib": round(rss_before, 1), "rss_connected_mib": round(rss_connected, 1),
+        "rss_after_mib": round(rss_after, 1), "nofile": nofile,
+        "python": platform.python_version(), "cpus": os.cpu_count(),
+    }
+    for name, values in (("stored_to_client_ms", from_stored), ("publish_to_client_ms", from_publish)):
+        if values:
+            result[name] = {"p50": round(pct(values, 50), 1), "p90": round(pct(values, 90), 1),
+                            "p99": round(pct(values, 99), 1), "max": round(max(values), 1),
+                            "mean": round(statistics.fmean(values), 1)}
+    dropped = [line for line in metrics_text.splitlines()
+               if line.startswith("vexnudge_gateway_dropped_clients_total{")]
+    result["gateway_dropped"] = dropped
+    return result
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--clients", type=int, default=500)
+    parser.add_argument("--rate", type=float, default=200.0, help="nudges per second (paced mode)")
+    parser.add_argument("--burst", action="store_true", help="publish every nudge at once")
+    parser.add_argument("--port", type=int, default=18931)
+    parser.add_argument("--wait", type=float, default=60.0, help="seconds to wait for delivery")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON only")
+    args = parser.parse_args()
+    try:
+        result = asyncio.run(run(args))
+    except (OSError, RuntimeError) as exc:
+        print(f"bench/sse.py: {exc}\nIs the local stack up? (`vexnudge stack up`)", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(result))
+    else:
+        for key, value in result.items():
+            print(f"{key:>22}: {value}")
+    ok = result["delivered"] == args.clients and not result["duplicates"] and not result["wrong"]
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
