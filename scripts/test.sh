@@ -6,6 +6,7 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 bash scripts/bootstrap.sh
+bash scripts/install-browser.sh || echo "test.sh: no headless Chromium; the browser tests will say so" >&2
 export PATH="$root/.venv/bin:$PATH"
 started_here=0
 if ! vexnudge stack status --quiet; then
