@@ -88,11 +88,21 @@ def label_leak(reply: str, question: str | None = None) -> str | None:
 
 
 def _canned(request: FeedbackRequest, kind: str) -> FeedbackResult:
-    return FeedbackResult(text=CANNED_REPLIES[kind], classes=(), model=None, prompt=None, tokens=0,
-                          seconds=0.0, used_template=False, canned=kind)
+    return FeedbackResult(
+        text=CANNED_REPLIES[kind],
+        classes=(),
+        model=None,
+        prompt=None,
+        tokens=0,
+        seconds=0.0,
+        used_template=False,
+        canned=kind,
+    )
 
 
-async def _model_reply(llm: LLMClient, prompt: str, request: FeedbackRequest, trim: bool) -> tuple[str, LLMAnswer]:
+async def _model_reply(
+    llm: LLMClient, prompt: str, request: FeedbackRequest, trim: bool
+) -> tuple[str, LLMAnswer]:
     answer = await llm.complete(prompt)
     text = clean_reply(answer.text, trim=trim)
     if not text:
@@ -139,12 +149,24 @@ async def generate_feedback(
             raise
         reason: FeedbackError = exc
     else:
-        return FeedbackResult(text=text, classes=classes, model=answer.model, prompt=prompt,
-                              tokens=answer.tokens, seconds=answer.seconds, used_template=False)
+        return FeedbackResult(
+            text=text,
+            classes=classes,
+            model=answer.model,
+            prompt=prompt,
+            tokens=answer.tokens,
+            seconds=answer.seconds,
+            used_template=False,
+        )
     seconds = time.perf_counter() - started
     fallback = await TemplateResponder(request).complete(prompt)
     return FeedbackResult(
-        text=clean_reply(fallback.text, trim=trim), classes=classes, model=fallback.model,
-        prompt=prompt, tokens=0, seconds=seconds, used_template=True,
+        text=clean_reply(fallback.text, trim=trim),
+        classes=classes,
+        model=fallback.model,
+        prompt=prompt,
+        tokens=0,
+        seconds=seconds,
+        used_template=True,
         fallback_reason=f"{type(reason).__name__}: {reason}",
     )

@@ -71,14 +71,14 @@ class LLMClient(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class Backoff:
-    """Exponential backoff with jitter: attempt n waits ``min(cap, base * 2**n)`` times 0.5–1."""
+    """Exponential backoff with jitter: attempt n waits ``min(cap, base * 2**n)`` times 0.5 to 1."""
 
     base_s: float = 0.25
     cap_s: float = 4.0
 
     def delay(self, retry: int, rand: float) -> float:
         """The wait before retry number ``retry`` (0-based), given ``rand`` in [0, 1)."""
-        return min(self.cap_s, self.base_s * 2**retry) * (0.5 + rand / 2)
+        return min(self.cap_s, self.base_s * 2.0**retry) * (0.5 + rand / 2)
 
 
 @dataclass
@@ -117,8 +117,15 @@ class OllamaClient:
     """:class:`LLMClient` on an Ollama server's ``/api/chat`` (non-streaming)."""
 
     def __init__(
-        self, *, host: str, model: str, timeout_s: float = 30.0, max_retries: int = 2,
-        concurrency: int = 4, num_predict: int = NUM_PREDICT, backoff: Backoff | None = None,
+        self,
+        *,
+        host: str,
+        model: str,
+        timeout_s: float = 30.0,
+        max_retries: int = 2,
+        concurrency: int = 4,
+        num_predict: int = NUM_PREDICT,
+        backoff: Backoff | None = None,
         rand: Callable[[], float] = random.random,
         sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
     ) -> None:
@@ -137,8 +144,10 @@ class OllamaClient:
     def from_settings(cls, settings: Settings, **overrides: Any) -> OllamaClient:
         """The client for ``OLLAMA_HOST``/``OLLAMA_MODEL`` with the ``LLM_*`` limits."""
         kwargs: dict[str, Any] = {
-            "host": settings.ollama_host, "model": settings.ollama_model,
-            "timeout_s": settings.llm_timeout_s, "max_retries": settings.llm_max_retries,
+            "host": settings.ollama_host,
+            "model": settings.ollama_model,
+            "timeout_s": settings.llm_timeout_s,
+            "max_retries": settings.llm_max_retries,
             "concurrency": settings.llm_concurrency,
         }
         return cls(**{**kwargs, **overrides})
@@ -147,14 +156,16 @@ class OllamaClient:
         return self
 
     async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None,
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
         await self.aclose()
 
     async def aclose(self) -> None:
         """Close the HTTP connections."""
-        await self._client.close()
+        await self._client.close()  # type: ignore[no-untyped-call]
 
     async def _call(self, prompt: str) -> Any:
         async with self._sem:
@@ -162,13 +173,21 @@ class OllamaClient:
             try:
                 return await asyncio.wait_for(
                     self._client.chat(
-                        model=self.model, messages=[{"role": "user", "content": prompt}],
-                        options={"num_predict": self.num_predict}, stream=False,
+                        model=self.model,
+                        messages=[{"role": "user", "content": prompt}],
+                        options={"num_predict": self.num_predict},
+                        stream=False,
                     ),
                     timeout=self.timeout_s,
                 )
-            except (ollama.ResponseError, OSError, httpx.HTTPError, ValueError,
-                    pydantic.ValidationError, asyncio.TimeoutError) as exc:
+            except (
+                TimeoutError,
+                ollama.ResponseError,
+                OSError,
+                httpx.HTTPError,
+                ValueError,
+                pydantic.ValidationError,
+            ) as exc:
                 raise _classify(exc) from exc
 
     async def complete(self, prompt: str) -> LLMAnswer:
@@ -191,9 +210,13 @@ class OllamaClient:
             text = strip_reasoning(content).strip()
             tokens = _tokens(response, prompt, text)
             if text:
-                return LLMAnswer(text=text, model=response.model or self.model, tokens=spent + tokens,
-                                 seconds=time.perf_counter() - started,
-                                 attempts=1 + retries + empties)
+                return LLMAnswer(
+                    text=text,
+                    model=response.model or self.model,
+                    tokens=spent + tokens,
+                    seconds=time.perf_counter() - started,
+                    attempts=1 + retries + empties,
+                )
             spent += tokens
             if empties >= 1:
                 raise EmptyAnswer("the model answered with nothing usable twice", tokens=spent)
@@ -221,5 +244,6 @@ class TemplateResponder:
         """The template reply of the request (``prompt`` is not read)."""
         started = time.perf_counter()
         text = template_for_request(self._request)
-        return LLMAnswer(text=text, model=TEMPLATE_MODEL, tokens=0,
-                         seconds=time.perf_counter() - started)
+        return LLMAnswer(
+            text=text, model=TEMPLATE_MODEL, tokens=0, seconds=time.perf_counter() - started
+        )

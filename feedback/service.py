@@ -37,12 +37,17 @@ from typing import Literal, Protocol
 
 import asyncpg
 
-from delivery.repo import messages, requests, triggers
+from delivery.repo import messages, outbox, requests, triggers
 from delivery.repo.codec import as_uuid
-from feedback.errors import BadFeedbackRequest, FeedbackError, InternalFailure
+from feedback.errors import (
+    BadFeedbackRequest,
+    FeedbackError,
+    GuardrailRejected,
+    InternalFailure,
+    LLMError,
+)
 from feedback.generate import FeedbackResult, generate_feedback
 from feedback.llm import LLMClient
-from streams.ids import derived_id
 from topology.schemas.feedback import FeedbackMessage, FeedbackRequest, Lane, NudgeOutcome
 from topology.settings import Settings
 
@@ -132,19 +137,8 @@ class _Plan:
     """Report the status to the metrics (False: a re-publish, or a repeated pending)."""
 
 
-def nudge_response_id(trigger_id: str) -> str:
-    """The response id of the nudge sent for a fire."""
-    return derived_id("nudge", trigger_id)
-
-
-def answer_response_id(request_id: str) -> str:
-    """The response id of the answer to a student's question."""
-    return derived_id("answer", request_id)
-
-
-def question_id(request: FeedbackRequest) -> str:
-    """The id under which a reactive request's question is stored."""
-    return str(as_uuid(request.chat_request_id or request.request_id))
+def _reply(result: FeedbackResult) -> outbox.Reply:
+    return outbox.Reply(result.text, [c.value for c in result.classes], result.model)
 
 
 class FeedbackService:
@@ -199,7 +193,7 @@ class FeedbackService:
                 self._count(report, plan.result.status)
                 try:
                     await self._execute(plan)
-                except Exception:  # noqa: BLE001 - the sweeper publishes it later
+                except Exception:  # the unpublished sweep publishes it later
                     log.exception("publishing a retried feedback message failed")
 
         await asyncio.gather(*(worker() for _ in range(max(1, self.retry_workers))))
@@ -213,7 +207,9 @@ class FeedbackService:
             raise BadFeedbackRequest(f"proactive request {request.request_id} has no trigger")
         if request.decision == "suppress":
             reason = request.suppress_reason or "suppressed"
-            if await triggers.record_trigger(self.pool, request, status="suppressed", reason=reason):
+            new = await triggers.record_trigger(self.pool, request, status="suppressed",
+                                                reason=reason)
+            if new:
                 outcome = self._outcome(request, "suppressed", reason=reason)
                 return _Plan(HandleResult("suppressed", outcome=outcome), Lane.PROACTIVE,
                              publish=[outcome])
@@ -229,25 +225,15 @@ class FeedbackService:
         self, conn: asyncpg.Connection, request: FeedbackRequest, *, first: bool, started: float
     ) -> _Plan:
         """Generate and store the nudge of a locked pending fire (inside a transaction)."""
-        assert request.trigger is not None
-        tid = request.trigger.trigger_id
         chat = await messages.recent_chat(conn, request.student_key, request.session_id)
         try:
             result = await self._generate(request, chat)
         except FeedbackError as exc:
             return await self._trigger_failed(conn, request, exc, first=first)
-        response_id = nudge_response_id(tid)
-        stored = await messages.insert_message(
-            conn, response_id=response_id, student_key=request.student_key,
-            session_id=request.session_id, role="assistant", text=result.text,
-            origin=Lane.PROACTIVE, classes=[c.value for c in result.classes], model=result.model,
-            trigger_id=tid,
-        )
-        await triggers.mark_acted(conn, tid, response_id)
-        message = await self._message(conn, response_id)
+        message, new = await outbox.store_nudge(conn, request, _reply(result))
         outcome = self._outcome(request, "acted", message=message)
         timing = self._timing(request, result, started)
-        return _Plan(HandleResult("acted", message, outcome, generated=stored.inserted),
+        return _Plan(HandleResult("acted", message, outcome, generated=new),
                      Lane.PROACTIVE, timing=timing, publish=[message, outcome])
 
     async def _trigger_failed(
@@ -275,7 +261,7 @@ class FeedbackService:
                 "(student, session, type, fire key); trigger ids must be derived from that key")
         message = None
         if row.status == "acted" and row.response_id is not None:
-            message = await self._message(self.pool, row.response_id)
+            message = await outbox.stored_message(self.pool, row.response_id)
         outcome = self._outcome(row.request, row.status, reason=row.reason, message=message)
         publish: list[Published] = [message, outcome] if message is not None else [outcome]
         return _Plan(HandleResult(row.status, message, outcome), Lane.PROACTIVE, publish=publish,
@@ -283,17 +269,9 @@ class FeedbackService:
 
     # --- reactive ----------------------------------------------------------------
     async def _reactive(self, request: FeedbackRequest, started: float) -> _Plan:
-        qid = question_id(request)
-        text = request.question if request.question and request.question.strip() else "Help"
         async with self.pool.acquire() as conn:
             async with conn.transaction():
-                first = await requests.record_question(
-                    conn, qid, request.student_key, request.session_id, text)
-                await messages.insert_message(
-                    conn, response_id=qid, student_key=request.student_key,
-                    session_id=request.session_id, role="student", text=text,
-                    origin=Lane.REACTIVE, request_id=qid)
-                await requests.attach_request(conn, qid, request)
+                qid, first = await outbox.store_question(conn, request)
             async with conn.transaction():
                 row = await requests.lock_question(conn, qid)
                 if row is not None and row.status == "pending":
@@ -323,16 +301,8 @@ class FeedbackService:
                 return _Plan(HandleResult("failed"), Lane.REACTIVE)
             log.warning("question %s pending after attempt %d: %s", qid, attempts, error)
             return _Plan(HandleResult("pending"), Lane.REACTIVE, counted=first)
-        response_id = answer_response_id(qid)
-        stored = await messages.insert_message(
-            conn, response_id=response_id, student_key=request.student_key,
-            session_id=request.session_id, role="assistant", text=result.text,
-            origin=Lane.REACTIVE, classes=[c.value for c in result.classes], model=result.model,
-            request_id=qid,
-        )
-        await requests.mark_answered(conn, qid, response_id)
-        message = await self._message(conn, response_id)
-        return _Plan(HandleResult("answered", message, generated=stored.inserted), Lane.REACTIVE,
+        message, new = await outbox.store_answer(conn, request, qid, _reply(result))
+        return _Plan(HandleResult("answered", message, generated=new), Lane.REACTIVE,
                      timing=self._timing(request, result, started), publish=[message])
 
     # --- retries -----------------------------------------------------------------
@@ -358,7 +328,7 @@ class FeedbackService:
         for row in rows:
             try:
                 await self.publish(row.to_feedback_message())
-            except Exception:  # noqa: BLE001 - tried again on the next pass
+            except Exception:  # tried again on the next pass
                 log.exception("re-publishing message %d failed", row.id)
                 continue
             done += await messages.mark_published(self.pool, [row.id])
@@ -374,14 +344,20 @@ class FeedbackService:
             report.still_pending += 1
 
     # --- helpers -----------------------------------------------------------------
-    async def _generate(self, request: FeedbackRequest, chat: Sequence[tuple[str, str]]) -> FeedbackResult:
+    async def _generate(
+        self, request: FeedbackRequest, chat: Sequence[tuple[str, str]]
+    ) -> FeedbackResult:
+        started = time.perf_counter()
         try:
             result = await generate_feedback(request, chat=chat, llm=self.llm,
                                              fallback_template=self.fallback)
-        except FeedbackError as exc:
-            self.metrics.model_call(0.0, ok=False, error=type(exc).__name__)
+        except (LLMError, GuardrailRejected) as exc:
+            seconds = time.perf_counter() - started
+            self.metrics.model_call(seconds, ok=False, error=type(exc).__name__)
             raise
-        except Exception as exc:  # noqa: BLE001 - counted as a failed attempt, never lost
+        except FeedbackError:
+            raise
+        except Exception as exc:  # counted as a failed attempt, so never retried forever
             log.exception("feedback pass for %s raised", request.request_id)
             raise InternalFailure(f"{type(exc).__name__}: {exc}") from exc
         if result.canned is None:
@@ -402,12 +378,6 @@ class FeedbackService:
         if plan.counted:
             self.metrics.outcome(plan.result.status, plan.lane)
 
-    async def _message(self, db: asyncpg.Pool | asyncpg.Connection, response_id: str) -> FeedbackMessage:
-        row = await messages.get_message(db, response_id)
-        if row is None:  # pragma: no cover - inserted in this transaction or earlier
-            raise BadFeedbackRequest(f"message {response_id} is not stored")
-        return row.to_feedback_message()
-
     def _outcome(
         self, request: FeedbackRequest, status: triggers.Status, *, reason: str | None = None,
         message: FeedbackMessage | None = None,
@@ -421,7 +391,9 @@ class FeedbackService:
             response_id=message.response_id if message else None, at=self.clock(),
         )
 
-    def _timing(self, request: FeedbackRequest, result: FeedbackResult, started: float) -> DeliveryTiming:
+    def _timing(
+        self, request: FeedbackRequest, result: FeedbackResult, started: float
+    ) -> DeliveryTiming:
         return DeliveryTiming(
             lane=request.lane, model=result.model, model_s=result.seconds,
             service_s=time.perf_counter() - started, since_request_s=self.clock() - request.ts,

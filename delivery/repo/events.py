@@ -48,9 +48,17 @@ def _columns(events: Sequence[NormalizedEvent]) -> list[list[object]]:
     for ev in events:
         src = ev.source
         values = (
-            ev.student_key, ev.event_id, ev.session_id, ev.student_id, ev.event_type, ev.ts,
-            ev.playground, encode(ev).decode(), src.topic if src else None,
-            src.partition if src else None, src.offset if src else None,
+            ev.student_key,
+            ev.event_id,
+            ev.session_id,
+            ev.student_id,
+            ev.event_type,
+            ev.ts,
+            ev.playground,
+            encode(ev).decode(),
+            src.topic if src else None,
+            src.partition if src else None,
+            src.offset if src else None,
         )
         for col, value in zip(cols, values, strict=True):
             col.append(value)

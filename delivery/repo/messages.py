@@ -38,7 +38,9 @@ select id, response_id, created_at, false from chat.messages
 where response_id = $1 and not exists (select 1 from ins)
 """
 
-_EXISTING = "select id, response_id, created_at, false as inserted from chat.messages where response_id = $1"
+_EXISTING = """
+select id, response_id, created_at, false as inserted from chat.messages where response_id = $1
+"""
 
 _SELECT = """
 select m.id, m.response_id, m.student_key, m.session_id, m.role, m.message_text, m.origin,
@@ -81,10 +83,18 @@ class MessageRow:
     def to_feedback_message(self) -> FeedbackMessage:
         """The record published on ``vex.feedback`` for this message."""
         return FeedbackMessage(
-            message_id=self.id, response_id=self.response_id, student_key=self.student_key,
-            session_id=self.session_id, role=self.role, origin=self.origin, text=self.text,
-            feedback_classes=list(self.classes), model=self.model, trigger_id=self.trigger_id,
-            trigger_type=self.trigger_type, trigger_detail=self.trigger_detail,
+            message_id=self.id,
+            response_id=self.response_id,
+            student_key=self.student_key,
+            session_id=self.session_id,
+            role=self.role,
+            origin=self.origin,
+            text=self.text,
+            feedback_classes=list(self.classes),
+            model=self.model,
+            trigger_id=self.trigger_id,
+            trigger_type=self.trigger_type,
+            trigger_detail=self.trigger_detail,
             created_at=self.created_at,
         )
 
@@ -95,24 +105,46 @@ def _opt(value: object) -> str | None:
 
 def _row(r: asyncpg.Record) -> MessageRow:
     return MessageRow(
-        id=r["id"], response_id=str(r["response_id"]), student_key=r["student_key"],
-        session_id=r["session_id"], role=r["role"], text=r["message_text"],
-        origin=Lane(r["origin"]), classes=tuple(r["feedback_classes"] or ()), model=r["model"],
-        trigger_id=_opt(r["trigger_id"]), request_id=_opt(r["request_id"]),
-        created_at=epoch(r["created_at"]) or 0.0, published_at=epoch(r["published_at"]),
-        trigger_type=r["trigger_type"], trigger_detail=r["trigger_detail"],
+        id=r["id"],
+        response_id=str(r["response_id"]),
+        student_key=r["student_key"],
+        session_id=r["session_id"],
+        role=r["role"],
+        text=r["message_text"],
+        origin=Lane(r["origin"]),
+        classes=tuple(r["feedback_classes"] or ()),
+        model=r["model"],
+        trigger_id=_opt(r["trigger_id"]),
+        request_id=_opt(r["request_id"]),
+        created_at=epoch(r["created_at"]) or 0.0,
+        published_at=epoch(r["published_at"]),
+        trigger_type=r["trigger_type"],
+        trigger_detail=r["trigger_detail"],
     )
 
 
 def _stored(r: asyncpg.Record) -> StoredMessage:
-    return StoredMessage(id=r["id"], response_id=str(r["response_id"]),
-                         created_at=epoch(r["created_at"]) or 0.0, inserted=bool(r["inserted"]))
+    return StoredMessage(
+        id=r["id"],
+        response_id=str(r["response_id"]),
+        created_at=epoch(r["created_at"]) or 0.0,
+        inserted=bool(r["inserted"]),
+    )
 
 
 async def insert_message(
-    db: Executor, *, response_id: str, student_key: str, session_id: str | None, role: Role,
-    text: str, origin: Lane | str, classes: Sequence[str] = (), model: str | None = None,
-    trigger_id: str | None = None, request_id: str | None = None,
+    db: Executor,
+    *,
+    response_id: str,
+    student_key: str,
+    session_id: str | None,
+    role: Role,
+    text: str,
+    origin: Lane | str,
+    classes: Sequence[str] = (),
+    model: str | None = None,
+    trigger_id: str | None = None,
+    request_id: str | None = None,
 ) -> StoredMessage:
     """Store a message once per ``response_id``.
 
@@ -120,8 +152,15 @@ async def insert_message(
         text is NOT replaced: the first stored message wins).
     """
     args = (
-        as_uuid(response_id), student_key, session_id or None, role, text, Lane(origin).value,
-        [str(c) for c in classes], model, as_uuid(trigger_id) if trigger_id else None,
+        as_uuid(response_id),
+        student_key,
+        session_id or None,
+        role,
+        text,
+        Lane(origin).value,
+        [str(c) for c in classes],
+        model,
+        as_uuid(trigger_id) if trigger_id else None,
         as_uuid(request_id) if request_id else None,
     )
     record = await db.fetchrow(_INSERT, *args)
@@ -149,8 +188,12 @@ async def reply_for_request(db: Executor, request_id: str) -> MessageRow | None:
 
 
 async def messages_after(
-    db: Executor, student_key: str, after_id: int, limit: int = 500,
-    *, roles: Sequence[Role] = ("assistant",),
+    db: Executor,
+    student_key: str,
+    after_id: int,
+    limit: int = 500,
+    *,
+    roles: Sequence[Role] = ("assistant",),
 ) -> list[MessageRow]:
     """The student's messages with ``id > after_id``, ascending (SSE replay).
 
@@ -160,14 +203,21 @@ async def messages_after(
     rows = await db.fetch(
         f"{_SELECT} where m.student_key = $1 and m.id > $2 and m.role = any($3::text[])"
         " order by m.id limit $4",
-        student_key, after_id, list(roles), limit,
+        student_key,
+        after_id,
+        list(roles),
+        limit,
     )
     return [_row(r) for r in rows]
 
 
 async def recent_chat(
-    db: Executor, student_key: str, session_id: str | None, limit: int = 6,
-    *, exclude_response_id: str | None = None,
+    db: Executor,
+    student_key: str,
+    session_id: str | None,
+    limit: int = 6,
+    *,
+    exclude_response_id: str | None = None,
 ) -> list[tuple[str, str]]:
     """The last ``limit`` turns of a session as ``(role, text)``, oldest first.
 
@@ -177,8 +227,10 @@ async def recent_chat(
         "select role, message_text from chat.messages where student_key = $1"
         " and session_id is not distinct from $2 and response_id is distinct from $3"
         " order by id desc limit $4",
-        student_key, session_id or None,
-        as_uuid(exclude_response_id) if exclude_response_id else None, limit,
+        student_key,
+        session_id or None,
+        as_uuid(exclude_response_id) if exclude_response_id else None,
+        limit,
     )
     return [(r["role"], r["message_text"]) for r in reversed(rows)]
 
@@ -200,6 +252,7 @@ async def unpublished(db: Executor, *, older_than_s: float, limit: int = 100) ->
     rows = await db.fetch(
         f"{_SELECT} where m.published_at is null and m.role = 'assistant'"
         " and m.created_at <= now() - make_interval(secs => $1) order by m.id limit $2",
-        float(older_than_s), limit,
+        float(older_than_s),
+        limit,
     )
     return [_row(r) for r in rows]

@@ -56,13 +56,21 @@ def _row(record: asyncpg.Record) -> QuestionRow:
     raw_request = record["request"]
     response = record["response_id"]
     return QuestionRow(
-        request_id=str(record["request_id"]), student_key=record["student_key"],
-        session_id=record["session_id"], question=record["question"], status=record["status"],
+        request_id=str(record["request_id"]),
+        student_key=record["student_key"],
+        session_id=record["session_id"],
+        question=record["question"],
+        status=record["status"],
         response_id=str(response) if response is not None else None,
-        attempts=record["attempts"], last_error=record["last_error"],
-        request=(FeedbackRequest.model_validate(as_json(raw_request))
-                 if raw_request is not None else None),
-        asked_at=epoch(record["asked_at"]) or 0.0, updated_at=epoch(record["updated_at"]) or 0.0,
+        attempts=record["attempts"],
+        last_error=record["last_error"],
+        request=(
+            FeedbackRequest.model_validate(as_json(raw_request))
+            if raw_request is not None
+            else None
+        ),
+        asked_at=epoch(record["asked_at"]) or 0.0,
+        updated_at=epoch(record["updated_at"]) or 0.0,
     )
 
 
@@ -73,7 +81,10 @@ async def record_question(
     value = await db.fetchval(
         "insert into chat.requests (request_id, student_key, session_id, question, status)"
         " values ($1, $2, $3, $4, 'pending') on conflict do nothing returning request_id",
-        as_uuid(request_id), student_key, session_id or None, text,
+        as_uuid(request_id),
+        student_key,
+        session_id or None,
+        text,
     )
     return value is not None
 
@@ -87,7 +98,9 @@ async def attach_request(db: Executor, request_id: str, feedback_request: Feedba
         "update chat.requests set request = $2::text::jsonb,"
         " session_id = coalesce(session_id, nullif($3, '')), updated_at = now()"
         " where request_id = $1",
-        as_uuid(request_id), encode(feedback_request).decode(), feedback_request.session_id,
+        as_uuid(request_id),
+        encode(feedback_request).decode(),
+        feedback_request.session_id,
     )
     return rows_affected(status) == 1
 
@@ -97,7 +110,8 @@ async def mark_answered(db: Executor, request_id: str, response_id: str) -> bool
     status = await db.execute(
         "update chat.requests set status = 'answered', response_id = $2, updated_at = now()"
         " where request_id = $1 and status in ('pending', 'failed')",
-        as_uuid(request_id), as_uuid(response_id),
+        as_uuid(request_id),
+        as_uuid(response_id),
     )
     return rows_affected(status) == 1
 
@@ -107,7 +121,8 @@ async def mark_failed(db: Executor, request_id: str, error: str) -> bool:
     status = await db.execute(
         "update chat.requests set status = 'failed', last_error = $2, updated_at = now()"
         " where request_id = $1 and status = 'pending'",
-        as_uuid(request_id), error,
+        as_uuid(request_id),
+        error,
     )
     return rows_affected(status) == 1
 
@@ -117,7 +132,8 @@ async def note_attempt(db: Executor, request_id: str, error: str) -> int:
     value = await db.fetchval(
         "update chat.requests set attempts = attempts + 1, last_error = $2, updated_at = now()"
         " where request_id = $1 returning attempts",
-        as_uuid(request_id), error,
+        as_uuid(request_id),
+        error,
     )
     return int(value or 0)
 
@@ -140,7 +156,10 @@ async def lock_question(conn: asyncpg.Connection, request_id: str) -> QuestionRo
 
 
 async def claim_due(
-    conn: asyncpg.Connection, *, retry_after_s: float, max_delay_s: float,
+    conn: asyncpg.Connection,
+    *,
+    retry_after_s: float,
+    max_delay_s: float,
     touched_before: datetime | None = None,
 ) -> QuestionRow | None:
     """Lock the oldest due pending question with a request that no one else holds.
@@ -152,7 +171,9 @@ async def claim_due(
         f"select {_COLUMNS} from chat.requests where {_DUE}"
         " and ($3::timestamptz is null or updated_at < $3)"
         " order by updated_at limit 1 for update skip locked",
-        float(retry_after_s), float(max_delay_s), touched_before,
+        float(retry_after_s),
+        float(max_delay_s),
+        touched_before,
     )
     return _row(record) if record is not None else None
 
@@ -164,6 +185,7 @@ async def pending_questions(
     rows = await db.fetch(
         f"select {_COLUMNS} from chat.requests where status = 'pending'"
         " and updated_at <= now() - make_interval(secs => $1) order by updated_at limit $2",
-        float(older_than_s), limit,
+        float(older_than_s),
+        limit,
     )
     return [_row(r) for r in rows]

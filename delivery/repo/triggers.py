@@ -86,15 +86,28 @@ def _row(record: asyncpg.Record) -> TriggerRow:
     raw_request = record["request"]
     response = record["response_id"]
     return TriggerRow(
-        id=record["id"], trigger_id=str(record["trigger_id"]), student_key=record["student_key"],
-        session_id=record["session_id"], trigger_type=record["trigger_type"],
-        fire_key=record["fire_key"], run_index=record["run_index"], alert=record["alert"],
-        fired_at=epoch(record["fired_at"]) or 0.0, playground=record["playground"],
-        detail=record["detail"], evidence=as_json(record["evidence"]), status=record["status"],
-        reason=record["reason"], response_id=str(response) if response is not None else None,
-        attempts=record["attempts"], last_error=record["last_error"],
-        request=(FeedbackRequest.model_validate(as_json(raw_request))
-                 if raw_request is not None else None),
+        id=record["id"],
+        trigger_id=str(record["trigger_id"]),
+        student_key=record["student_key"],
+        session_id=record["session_id"],
+        trigger_type=record["trigger_type"],
+        fire_key=record["fire_key"],
+        run_index=record["run_index"],
+        alert=record["alert"],
+        fired_at=epoch(record["fired_at"]) or 0.0,
+        playground=record["playground"],
+        detail=record["detail"],
+        evidence=as_json(record["evidence"]),
+        status=record["status"],
+        reason=record["reason"],
+        response_id=str(response) if response is not None else None,
+        attempts=record["attempts"],
+        last_error=record["last_error"],
+        request=(
+            FeedbackRequest.model_validate(as_json(raw_request))
+            if raw_request is not None
+            else None
+        ),
         created_at=epoch(record["created_at"]) or 0.0,
         updated_at=epoch(record["updated_at"]) or 0.0,
     )
@@ -113,9 +126,20 @@ async def record_trigger(
     if trigger is None:
         raise ValueError(f"request {request.request_id} carries no trigger")
     new_id = await db.fetchval(
-        _INSERT, as_uuid(trigger.trigger_id), trigger.student_key, trigger.session_id,
-        trigger.type.value, fire_key(trigger), trigger.run_index, trigger.alert, trigger.ts,
-        trigger.playground, trigger.detail, encode(trigger.evidence).decode(), status, reason,
+        _INSERT,
+        as_uuid(trigger.trigger_id),
+        trigger.student_key,
+        trigger.session_id,
+        trigger.type.value,
+        fire_key(trigger),
+        trigger.run_index,
+        trigger.alert,
+        trigger.ts,
+        trigger.playground,
+        trigger.detail,
+        encode(trigger.evidence).decode(),
+        status,
+        reason,
         encode(request).decode(),
     )
     return new_id is not None
@@ -129,17 +153,22 @@ async def mark_acted(db: Executor, trigger_id: str, response_id: str) -> bool:
     status = await db.execute(
         "update event_logs.agent_triggers set status = 'acted', response_id = $2, reason = null,"
         " updated_at = now() where trigger_id = $1 and status in ('pending', 'failed')",
-        as_uuid(trigger_id), as_uuid(response_id),
+        as_uuid(trigger_id),
+        as_uuid(response_id),
     )
     return rows_affected(status) == 1
 
 
-async def mark_failed(db: Executor, trigger_id: str, error: str, *, reason: str = "gave_up") -> bool:
+async def mark_failed(
+    db: Executor, trigger_id: str, error: str, *, reason: str = "gave_up"
+) -> bool:
     """``pending`` → ``failed``: no more retries.  :returns: True if the row changed."""
     status = await db.execute(
         "update event_logs.agent_triggers set status = 'failed', reason = $3, last_error = $2,"
         " updated_at = now() where trigger_id = $1 and status = 'pending'",
-        as_uuid(trigger_id), error, reason,
+        as_uuid(trigger_id),
+        error,
+        reason,
     )
     return rows_affected(status) == 1
 
@@ -149,7 +178,8 @@ async def note_attempt(db: Executor, trigger_id: str, error: str) -> int:
     value = await db.fetchval(
         "update event_logs.agent_triggers set attempts = attempts + 1, last_error = $2,"
         " updated_at = now() where trigger_id = $1 returning attempts",
-        as_uuid(trigger_id), error,
+        as_uuid(trigger_id),
+        error,
     )
     return int(value or 0)
 
@@ -173,7 +203,10 @@ async def lock_trigger(conn: asyncpg.Connection, trigger_id: str) -> TriggerRow 
 
 
 async def claim_due(
-    conn: asyncpg.Connection, *, retry_after_s: float, max_delay_s: float,
+    conn: asyncpg.Connection,
+    *,
+    retry_after_s: float,
+    max_delay_s: float,
     touched_before: datetime | None = None,
 ) -> TriggerRow | None:
     """Lock the oldest due pending fire that no other transaction holds.
@@ -190,7 +223,9 @@ async def claim_due(
         f"select {_COLUMNS} from event_logs.agent_triggers where {_DUE}"
         " and ($3::timestamptz is null or updated_at < $3)"
         " order by updated_at limit 1 for update skip locked",
-        float(retry_after_s), float(max_delay_s), touched_before,
+        float(retry_after_s),
+        float(max_delay_s),
+        touched_before,
     )
     return _row(record) if record is not None else None
 
@@ -203,7 +238,8 @@ async def pending_requests(
         "select request from event_logs.agent_triggers where status = 'pending'"
         " and request is not null and updated_at <= now() - make_interval(secs => $1)"
         " order by updated_at limit $2",
-        float(older_than_s), limit,
+        float(older_than_s),
+        limit,
     )
     return [FeedbackRequest.model_validate(as_json(r["request"])) for r in rows]
 
@@ -213,6 +249,7 @@ async def triggers_for(db: Executor, student_key: str, session_id: str) -> list[
     rows = await db.fetch(
         f"select {_COLUMNS} from event_logs.agent_triggers"
         " where student_key = $1 and session_id = $2 order by fired_at, id",
-        student_key, session_id,
+        student_key,
+        session_id,
     )
     return [_row(r) for r in rows]

@@ -71,6 +71,7 @@ NO_BLOCK_REPLY = (
 )
 THINKING = "<think>The student seems stuck. I should point at one block and one number.</think>"
 MODEL_VERSION = "0.12.3"
+DIGEST = "a80c4f17acd55265feec403c7aef86be0c25983ab279d83f3bcd3abbcb5b8b72"
 #: The delay of ``slow`` when ``delay_s`` is not set.
 SLOW_DEFAULT_S = 1.0
 _BLOCK_LINE = re.compile(r"^Block names to use: (.*)$", re.M)
@@ -105,9 +106,10 @@ class Recorded:
 def block_in_prompt(prompt: str) -> str | None:
     """The first friendly block name (not a hat block) of the prompt's "Block names to use" line."""
     line = _BLOCK_LINE.search(prompt)
-    names = _BACKTICKED.findall(line.group(1)) if line else []
+    names: list[str] = _BACKTICKED.findall(line.group(1)) if line else []
     actions = [n for n in names if not n.lower().startswith("when ")]
-    return (actions or names or [None])[0]
+    picked = actions or names
+    return picked[0] if picked else None
 
 
 def _now() -> str:
@@ -127,15 +129,17 @@ class FakeOllama:
         self._runner: web.AppRunner | None = None
         self.configure(**behaviour)
         self.app = web.Application()
-        self.app.add_routes([
-            web.post("/api/chat", self._chat),
-            web.get("/api/tags", self._tags),
-            web.get("/api/version", self._version),
-            web.post("/_control", self._control_post),
-            web.get("/_control", self._control_get),
-            web.get("/_requests", self._requests),
-            web.post("/_reset", self._reset),
-        ])
+        self.app.add_routes(
+            [
+                web.post("/api/chat", self._chat),
+                web.get("/api/tags", self._tags),
+                web.get("/api/version", self._version),
+                web.post("/_control", self._control_post),
+                web.get("/_control", self._control_get),
+                web.get("/_requests", self._requests),
+                web.post("/_reset", self._reset),
+            ]
+        )
 
     # --- control -------------------------------------------------------------
     def configure(self, **changes: Any) -> Behaviour:
@@ -166,8 +170,12 @@ class FakeOllama:
 
     def state(self) -> dict[str, Any]:
         """Behaviour and counters as JSON-able values."""
-        return {**asdict(self.behaviour), "chat_calls": self.chat_calls,
-                "requests": len(self.requests), "max_in_flight": self.max_in_flight}
+        return {
+            **asdict(self.behaviour),
+            "chat_calls": self.chat_calls,
+            "requests": len(self.requests),
+            "max_in_flight": self.max_in_flight,
+        }
 
     # --- lifecycle -----------------------------------------------------------
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
@@ -224,14 +232,19 @@ class FakeOllama:
                 request.transport.close()
             raise asyncio.CancelledError  # aiohttp drops the closed connection quietly
         if mode is Mode.FAIL:
-            return web.json_response({"error": "llama runner process has terminated"}, status=b.status)
+            return web.json_response(
+                {"error": "llama runner process has terminated"}, status=b.status
+            )
         if mode is Mode.MISSING:
             name = body.get("model") or b.model
             return web.json_response(
-                {"error": f"model \"{name}\" not found, try pulling it first"}, status=404)
+                {"error": f'model "{name}" not found, try pulling it first'}, status=404
+            )
         if mode is Mode.MALFORMED:
-            return web.Response(body=b'{"model": "llama3.2", "message": {"role": "assis',
-                                content_type="application/json")
+            return web.Response(
+                body=b'{"model": "llama3.2", "message": {"role": "assis',
+                content_type="application/json",
+            )
         content = self._content(mode, prompt or "")
         if body.get("stream"):
             return await self._stream(request, body, prompt or "", content)
@@ -248,7 +261,9 @@ class FakeOllama:
             reply = reply.replace("{block}", block) if block else NO_BLOCK_REPLY
         return THINKING + "\n" + reply if mode is Mode.THINK else reply
 
-    def _final(self, body: dict[str, Any], prompt: str, content: str, *, whole: bool) -> dict[str, Any]:
+    def _final(
+        self, body: dict[str, Any], prompt: str, content: str, *, whole: bool
+    ) -> dict[str, Any]:
         return {
             "model": body.get("model") or self.behaviour.model,
             "created_at": _now(),
@@ -270,8 +285,12 @@ class FakeOllama:
         await response.prepare(request)
         model = body.get("model") or self.behaviour.model
         for piece in re.findall(r"\S+\s*", content):
-            chunk = {"model": model, "created_at": _now(),
-                     "message": {"role": "assistant", "content": piece}, "done": False}
+            chunk = {
+                "model": model,
+                "created_at": _now(),
+                "message": {"role": "assistant", "content": piece},
+                "done": False,
+            }
             await response.write(orjson.dumps(chunk) + b"\n")
         await response.write(orjson.dumps(self._final(body, prompt, content, whole=False)) + b"\n")
         await response.write_eof()
@@ -280,13 +299,27 @@ class FakeOllama:
     async def _tags(self, request: web.Request) -> web.Response:
         self.requests.append(Recorded("GET", "/api/tags", None, None, time.time()))
         name = f"{self.behaviour.model}:latest"
-        return web.json_response({"models": [{
-            "name": name, "model": name, "modified_at": "2025-01-15T10:20:30.123456Z",
-            "size": 2019393189, "digest": "a80c4f17acd55265feec403c7aef86be0c25983ab279d83f3bcd3abbcb5b8b72",
-            "details": {"parent_model": "", "format": "gguf", "family": "llama",
-                        "families": ["llama"], "parameter_size": "3.2B",
-                        "quantization_level": "Q4_K_M"},
-        }]})
+        return web.json_response(
+            {
+                "models": [
+                    {
+                        "name": name,
+                        "model": name,
+                        "modified_at": "2025-01-15T10:20:30.123456Z",
+                        "size": 2019393189,
+                        "digest": DIGEST,
+                        "details": {
+                            "parent_model": "",
+                            "format": "gguf",
+                            "family": "llama",
+                            "families": ["llama"],
+                            "parameter_size": "3.2B",
+                            "quantization_level": "Q4_K_M",
+                        },
+                    }
+                ]
+            }
+        )
 
     async def _version(self, request: web.Request) -> web.Response:
         self.requests.append(Recorded("GET", "/api/version", None, None, time.time()))
@@ -312,7 +345,9 @@ class FakeOllama:
 
 
 @asynccontextmanager
-async def serve(host: str = "127.0.0.1", port: int = 0, **behaviour: Any) -> AsyncIterator[FakeOllama]:
+async def serve(
+    host: str = "127.0.0.1", port: int = 0, **behaviour: Any
+) -> AsyncIterator[FakeOllama]:
     """``async with serve(mode="ok") as fake:`` — a started fake; ``fake.url`` is its base URL."""
     fake = FakeOllama(**behaviour)
     await fake.start(host, port)
@@ -323,7 +358,11 @@ async def serve(host: str = "127.0.0.1", port: int = 0, **behaviour: Any) -> Asy
 
 
 async def _main(args: argparse.Namespace) -> None:
-    behaviour: dict[str, Any] = {"mode": args.mode, "delay_s": args.delay, "fail_first": args.fail_first}
+    behaviour: dict[str, Any] = {
+        "mode": args.mode,
+        "delay_s": args.delay,
+        "fail_first": args.fail_first,
+    }
     if args.reply is not None:
         behaviour["reply"] = args.reply
     stop = asyncio.Event()

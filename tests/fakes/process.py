@@ -14,15 +14,31 @@ _READY = "fake-ollama listening on "
 
 @contextmanager
 def fake_ollama_subprocess(
-    *, port: int = 0, mode: str = "ok", delay_s: float = 0.0, fail_first: int = 0,
-    reply: str | None = None, start_timeout_s: float = 20.0,
+    *,
+    port: int = 0,
+    mode: str = "ok",
+    delay_s: float = 0.0,
+    fail_first: int = 0,
+    reply: str | None = None,
+    start_timeout_s: float = 20.0,
 ) -> Iterator[str]:
     """Start ``python -m tests.fakes.ollama_server``; yield its base URL; stop it.
 
     :raises RuntimeError: when the server does not report its address in time.
     """
-    cmd = [sys.executable, "-m", "tests.fakes.ollama_server", "--port", str(port), "--mode", mode,
-           "--delay", str(delay_s), "--fail-first", str(fail_first)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "tests.fakes.ollama_server",
+        "--port",
+        str(port),
+        "--mode",
+        mode,
+        "--delay",
+        str(delay_s),
+        "--fail-first",
+        str(fail_first),
+    ]
     if reply is not None:
         cmd += ["--reply", reply]
     proc = subprocess.Popen(cmd, cwd=PROJECT_ROOT, stdout=subprocess.PIPE, text=True)
@@ -49,5 +65,5 @@ def _wait_ready(proc: subprocess.Popen[str], timeout_s: float) -> str:
         if sel.select(timeout_s):
             line = proc.stdout.readline()
             if line.startswith(_READY):
-                return line[len(_READY):].strip()
+                return line[len(_READY) :].strip()
     raise RuntimeError(f"the fake Ollama process did not start (exit code {proc.poll()})")

@@ -18,15 +18,10 @@ import pytest
 
 from delivery.db import open_pool
 from delivery.repo import messages, requests, triggers
+from delivery.repo.outbox import answer_response_id, nudge_response_id
 from feedback.llm import OllamaClient
 from feedback.policy import contains_banned_word
-from feedback.service import (
-    DeliveryTiming,
-    FeedbackService,
-    Published,
-    answer_response_id,
-    nudge_response_id,
-)
+from feedback.service import DeliveryTiming, FeedbackService, Published
 from streams.ids import derived_id, trigger_id
 from tests.fakes.ollama_server import FakeOllama, serve
 from tests.fakes.scratch_db import scratch_database
@@ -93,8 +88,13 @@ class Rig:
 
 
 def rig(pool: asyncpg.Pool, settings: Settings, fake: FakeOllama, **overrides: Any) -> Rig:
-    options = {"llm_fallback_template": False, "feedback_retry_after_s": 0.0,
-               "feedback_max_attempts": 20, "llm_max_retries": 0, "llm_timeout_s": 2.0}
+    options = {
+        "llm_fallback_template": False,
+        "feedback_retry_after_s": 0.0,
+        "feedback_max_attempts": 20,
+        "llm_max_retries": 0,
+        "llm_timeout_s": 2.0,
+    }
     options.update(overrides)
     configured = settings.model_copy(update=options)
     llm = OllamaClient.from_settings(configured, host=fake.url)
@@ -107,33 +107,69 @@ def new_student() -> str:
     return f"st-{uuid.uuid4().hex[:10]}"
 
 
-def proactive(student: str, kind: TriggerType = TriggerType.WHEEL_SPIN, run_index: int = 6,
-              *, session: str = "s1", decision: str = "act", reason: str | None = None,
-              ts: float = 1000.0) -> FeedbackRequest:
+def proactive(
+    student: str,
+    kind: TriggerType = TriggerType.WHEEL_SPIN,
+    run_index: int = 6,
+    *,
+    session: str = "s1",
+    decision: str = "act",
+    reason: str | None = None,
+    ts: float = 1000.0,
+) -> FeedbackRequest:
     trigger = TriggerFired(
-        trigger_id=trigger_id(student, session, kind.value, run_index=run_index), type=kind,
-        student_key=student, student_id=student.upper(), session_id=session, run_index=run_index,
-        alert=None, ts=ts, timestamp="2026-05-06T09:14:07Z", playground="GO-Mars",
-        event_id="5120007", detail="6 identical reruns",
+        trigger_id=trigger_id(student, session, kind.value, run_index=run_index),
+        type=kind,
+        student_key=student,
+        student_id=student.upper(),
+        session_id=session,
+        run_index=run_index,
+        alert=None,
+        ts=ts,
+        timestamp="2026-05-06T09:14:07Z",
+        playground="GO-Mars",
+        event_id="5120007",
+        detail="6 identical reruns",
         evidence=TriggerEvidence(recent_distances=[0] * 6, zero_streak=6),
     )
     return FeedbackRequest(
-        request_id=derived_id("feedback", trigger.trigger_id), lane=Lane.PROACTIVE,
-        student_key=student, student_id=student.upper(), session_id=session,
-        playground="GO-Mars", ts=ts, trigger=trigger, decision=decision,  # type: ignore[arg-type]
-        suppress_reason=reason, metrics=METRICS if decision == "act" else None,
+        request_id=derived_id("feedback", trigger.trigger_id),
+        lane=Lane.PROACTIVE,
+        student_key=student,
+        student_id=student.upper(),
+        session_id=session,
+        playground="GO-Mars",
+        ts=ts,
+        trigger=trigger,
+        decision=decision,  # type: ignore[arg-type]
+        suppress_reason=reason,
+        metrics=METRICS if decision == "act" else None,
         program_xml=PROGRAM if decision == "act" else None,
     )
 
 
-def reactive(student: str, question: str = "why doesnt my arm move", *, session: str = "s1",
-             canned: str | None = None, chat_id: str | None = None) -> FeedbackRequest:
+def reactive(
+    student: str,
+    question: str = "why doesnt my arm move",
+    *,
+    session: str = "s1",
+    canned: str | None = None,
+    chat_id: str | None = None,
+) -> FeedbackRequest:
     chat_id = chat_id or str(uuid.uuid4())
     return FeedbackRequest(
-        request_id=derived_id("feedback", chat_id), lane=Lane.REACTIVE, student_key=student,
-        student_id=student.upper(), session_id=session, playground="GO-Mars", ts=1100.0,
-        question=question, chat_request_id=chat_id, canned=canned,  # type: ignore[arg-type]
-        metrics=None if canned else METRICS, program_xml=None if canned else PROGRAM,
+        request_id=derived_id("feedback", chat_id),
+        lane=Lane.REACTIVE,
+        student_key=student,
+        student_id=student.upper(),
+        session_id=session,
+        playground="GO-Mars",
+        ts=1100.0,
+        question=question,
+        chat_request_id=chat_id,
+        canned=canned,  # type: ignore[arg-type]
+        metrics=None if canned else METRICS,
+        program_xml=None if canned else PROGRAM,
     )
 
 
@@ -148,6 +184,7 @@ def situation(prompt: str) -> str:
 
 
 # --- proactive -------------------------------------------------------------------------
+
 
 async def test_acted_trigger_stores_one_message_and_publishes_it(
     pool: asyncpg.Pool, db_settings: Settings, fake: FakeOllama
@@ -167,7 +204,11 @@ async def test_acted_trigger_stores_one_message_and_publishes_it(
     [outcome] = r.recorder.of(NudgeOutcome)
     assert message.message_id == row.id and message.text == row.text
     assert message.trigger_type == "wheel_spin"
-    assert (outcome.status, outcome.message_id, outcome.response_id) == ("acted", row.id, row.response_id)
+    assert (outcome.status, outcome.message_id, outcome.response_id) == (
+        "acted",
+        row.id,
+        row.response_id,
+    )
     trig = await triggers.get_trigger(pool, request.trigger.trigger_id)  # type: ignore[union-attr]
     assert trig is not None and (trig.status, trig.response_id) == ("acted", row.response_id)
     assert len(fake.prompts) == 1
@@ -280,7 +321,11 @@ async def test_gives_up_after_the_attempt_limit(
     assert (await r.service.handle(request)).status == "pending"
     await r.service.retry_pending()
     trig = await triggers.get_trigger(pool, request.trigger.trigger_id)  # type: ignore[union-attr]
-    assert trig is not None and (trig.status, trig.reason, trig.attempts) == ("failed", "gave_up", 2)
+    assert trig is not None and (trig.status, trig.reason, trig.attempts) == (
+        "failed",
+        "gave_up",
+        2,
+    )
     assert [o.status for o in r.recorder.of(NudgeOutcome)] == ["pending", "failed"]
     fake.configure(mode="ok")
     assert (await r.service.retry_pending()).delivered == 0
@@ -299,8 +344,9 @@ async def test_concurrent_retry_passes_deliver_each_nudge_once(
         assert (await first.service.handle(request)).status == "pending"
     fake.configure(mode="ok", delay_s=0.05)
     before = len(fake.prompts)
-    reports = await asyncio.gather(first.service.retry_pending(), second.service.retry_pending(),
-                                   first.service.retry_pending())
+    reports = await asyncio.gather(
+        first.service.retry_pending(), second.service.retry_pending(), first.service.retry_pending()
+    )
     assert sum(rep.delivered for rep in reports) == 6
     assert len(fake.prompts) - before == 6
     stored = await rows_of(pool, student)
@@ -343,6 +389,7 @@ async def test_no_label_word_reaches_the_prompt_fact_or_a_message(
 
 # --- reactive --------------------------------------------------------------------------
 
+
 async def test_question_stored_by_the_gateway_is_answered_once(
     pool: asyncpg.Pool, db_settings: Settings, fake: FakeOllama
 ) -> None:
@@ -351,9 +398,16 @@ async def test_question_stored_by_the_gateway_is_answered_once(
     qid = request.chat_request_id
     assert qid is not None
     await requests.record_question(pool, qid, student, None, "why doesnt my arm move")
-    await messages.insert_message(pool, response_id=qid, student_key=student, session_id="s1",
-                                  role="student", text="why doesnt my arm move",
-                                  origin="reactive", request_id=qid)
+    await messages.insert_message(
+        pool,
+        response_id=qid,
+        student_key=student,
+        session_id="s1",
+        role="student",
+        text="why doesnt my arm move",
+        origin="reactive",
+        request_id=qid,
+    )
     result = await r.service.handle(request)
     again = await r.service.handle(request)
     assert result.status == again.status == "answered"
@@ -367,7 +421,10 @@ async def test_question_stored_by_the_gateway_is_answered_once(
     assert "why doesnt my arm move" in fake.prompts[0]
     row = await requests.get_question(pool, qid)
     assert row is not None and (row.status, row.response_id, row.session_id) == (
-        "answered", answer.response_id, "s1")
+        "answered",
+        answer.response_id,
+        "s1",
+    )
     assert [m.message_id for m in r.recorder.of(FeedbackMessage)] == [answer.id, answer.id]
     assert r.recorder.of(NudgeOutcome) == []
     await r.llm.aclose()

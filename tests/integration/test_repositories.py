@@ -46,47 +46,75 @@ def student() -> str:
     return f"st-{uuid.uuid4().hex[:10]}"
 
 
-def event(student: str, event_id: str, ts: float, session: str = "s1", **extra: object) -> NormalizedEvent:
+def event(
+    student: str, event_id: str, ts: float, session: str = "s1", **extra: object
+) -> NormalizedEvent:
     int_id = int(event_id) if event_id.isdigit() else None
     fields: dict[str, object] = {
-        "event_id": event_id, "envelope_id_int": int_id, "student_key": student,
-        "student_id": student.upper(), "session_id": session, "event_type": "blockMoved",
-        "ts": ts, "timestamp": "2026-05-06T09:00:00Z", "workspace_status": "no_project",
+        "event_id": event_id,
+        "envelope_id_int": int_id,
+        "student_key": student,
+        "student_id": student.upper(),
+        "session_id": session,
+        "event_type": "blockMoved",
+        "ts": ts,
+        "timestamp": "2026-05-06T09:00:00Z",
+        "workspace_status": "no_project",
         "playground": "GO-Mars",
     }
     fields.update(extra)
     return NormalizedEvent.model_validate(fields)
 
 
-def fire(student: str, session: str = "s1", kind: TriggerType = TriggerType.WHEEL_SPIN,
-         run_index: int | None = 6, alert: int | None = None, ts: float = 1000.0) -> TriggerFired:
+def fire(
+    student: str,
+    session: str = "s1",
+    kind: TriggerType = TriggerType.WHEEL_SPIN,
+    run_index: int | None = 6,
+    alert: int | None = None,
+    ts: float = 1000.0,
+) -> TriggerFired:
     since = 700.0 if run_index is None else None
     return TriggerFired(
-        trigger_id=trigger_id(student, session, kind.value, run_index=run_index,
-                              idle_since_ts=since, alert=alert),
-        type=kind, student_key=student, student_id=student.upper(), session_id=session,
-        run_index=run_index, alert=alert, ts=ts, timestamp="2026-05-06T09:14:07Z",
-        playground="GO-Mars", event_id="5120007", detail="6 identical reruns",
+        trigger_id=trigger_id(
+            student, session, kind.value, run_index=run_index, idle_since_ts=since, alert=alert
+        ),
+        type=kind,
+        student_key=student,
+        student_id=student.upper(),
+        session_id=session,
+        run_index=run_index,
+        alert=alert,
+        ts=ts,
+        timestamp="2026-05-06T09:14:07Z",
+        playground="GO-Mars",
+        event_id="5120007",
+        detail="6 identical reruns",
         evidence=TriggerEvidence(recent_distances=[0] * 6, zero_streak=6, idle_since_ts=since),
     )
 
 
 def proactive(trigger: TriggerFired) -> FeedbackRequest:
     return FeedbackRequest(
-        request_id=derived_id("feedback", trigger.trigger_id), lane=Lane.PROACTIVE,
-        student_key=trigger.student_key, student_id=trigger.student_id,
-        session_id=trigger.session_id, playground=trigger.playground, ts=trigger.ts,
+        request_id=derived_id("feedback", trigger.trigger_id),
+        lane=Lane.PROACTIVE,
+        student_key=trigger.student_key,
+        student_id=trigger.student_id,
+        session_id=trigger.session_id,
+        playground=trigger.playground,
+        ts=trigger.ts,
         trigger=trigger,
     )
 
 
 # --- events --------------------------------------------------------------------------
 
+
 async def test_store_events_is_idempotent(pool: asyncpg.Pool, student: str) -> None:
     batch = [event(student, str(i), 1000.0 + i) for i in range(5)]
     assert await events.store_events(pool, batch) == 5
     assert await events.store_events(pool, batch) == 0
-    more = batch[3:] + [event(student, "9", 2000.0), event(student, "9", 2000.0)]
+    more = [*batch[3:], event(student, "9", 2000.0), event(student, "9", 2000.0)]
     assert await events.store_events(pool, more) == 1
     assert await events.store_events(pool, []) == 0
     assert len(await events.session_events(pool, student, "s1")) == 6
@@ -96,8 +124,10 @@ async def test_session_events_in_stream_order(pool: asyncpg.Pool, student: str) 
     same = 1500.0
     expected = [
         event(student, "7", 1000.0),
-        event(student, "2", same), event(student, "10", same),
-        event(student, "s:b", same), event(student, "s:a", same),  # stored in this order
+        event(student, "2", same),
+        event(student, "10", same),
+        event(student, "s:b", same),
+        event(student, "s:a", same),  # stored in this order
         event(student, "1", 1600.0),
     ]
     first, second = expected[:4], expected[4:]
@@ -110,22 +140,34 @@ async def test_session_events_in_stream_order(pool: asyncpg.Pool, student: str) 
 
 
 async def test_events_round_trip(pool: asyncpg.Pool, student: str) -> None:
-    original = event(student, "42", 1234.567, playground_params={"total_score": 3, "m": [1, 2]},
-                     block_event={"type": "move", "ok": True}, error_message="x",
-                     source=SourceRef(topic="vex.events", partition=3, offset=99))
+    original = event(
+        student,
+        "42",
+        1234.567,
+        playground_params={"total_score": 3, "m": [1, 2]},
+        block_event={"type": "move", "ok": True},
+        error_message="x",
+        source=SourceRef(topic="vex.events", partition=3, offset=99),
+    )
     await events.store_events(pool, [original])
     assert await events.session_events(pool, student, "s1") == [original]
 
 
 async def test_latest_session(pool: asyncpg.Pool, student: str) -> None:
     assert await events.latest_session(pool, student) is None
-    await events.store_events(pool, [event(student, "1", 1000.0, session="old"),
-                                      event(student, "2", 3000.0, session="new"),
-                                      event(student, "3", 2000.0, session="old")])
+    await events.store_events(
+        pool,
+        [
+            event(student, "1", 1000.0, session="old"),
+            event(student, "2", 3000.0, session="new"),
+            event(student, "3", 2000.0, session="old"),
+        ],
+    )
     assert await events.latest_session(pool, student) == "new"
 
 
 # --- triggers --------------------------------------------------------------------------
+
 
 async def test_record_trigger_once(pool: asyncpg.Pool, student: str) -> None:
     request = proactive(fire(student))
@@ -142,11 +184,13 @@ async def test_record_trigger_once(pool: asyncpg.Pool, student: str) -> None:
 async def test_fire_keys(pool: asyncpg.Pool, student: str) -> None:
     idle = fire(student, kind=TriggerType.INACTIVE, run_index=None, alert=1, ts=1540.0)
     assert triggers.fire_key(idle) == "idle:700.000:1"
-    assert await triggers.record_trigger(pool, proactive(idle), status="suppressed",
-                                         reason="realert_cap")
+    assert await triggers.record_trigger(
+        pool, proactive(idle), status="suppressed", reason="realert_cap"
+    )
     rows = await triggers.triggers_for(pool, student, "s1")
     assert [(r.trigger_type, r.fire_key, r.status, r.reason) for r in rows] == [
-        ("inactive", "idle:700.000:1", "suppressed", "realert_cap")]
+        ("inactive", "idle:700.000:1", "suppressed", "realert_cap")
+    ]
 
 
 async def test_trigger_status_transitions(pool: asyncpg.Pool, student: str) -> None:
@@ -164,7 +208,11 @@ async def test_trigger_status_transitions(pool: asyncpg.Pool, student: str) -> N
     row = await triggers.get_trigger(pool, acted.trigger_id)
     assert row is not None
     assert (row.status, row.response_id, row.attempts, row.last_error) == (
-        "acted", response, 2, "boom again")
+        "acted",
+        response,
+        2,
+        "boom again",
+    )
     row = await triggers.get_trigger(pool, failed.trigger_id)
     assert row is not None and (row.status, row.reason) == ("failed", "gave_up")
     assert await triggers.note_attempt(pool, str(uuid.uuid4()), "x") == 0
@@ -178,7 +226,8 @@ async def test_pending_requests(pool: asyncpg.Pool, student: str) -> None:
     ids = {r.request_id for r in found}
     assert pending.request_id in ids and done.request_id not in ids
     assert pending.request_id not in {
-        r.request_id for r in await triggers.pending_requests(pool, older_than_s=3600)}
+        r.request_id for r in await triggers.pending_requests(pool, older_than_s=3600)
+    }
 
 
 async def test_claims_skip_rows_held_by_another_transaction(scratch_pool: asyncpg.Pool) -> None:
@@ -220,8 +269,10 @@ async def test_claim_waits_for_the_backoff_and_the_pass(scratch_pool: asyncpg.Po
         started = await conn.fetchval("select clock_timestamp()")
     await triggers.note_attempt(pool, trig.trigger_id, "tried in this pass")
     async with pool.acquire() as conn, conn.transaction():
-        assert await triggers.claim_due(conn, retry_after_s=0, max_delay_s=0,
-                                        touched_before=started) is None
+        assert (
+            await triggers.claim_due(conn, retry_after_s=0, max_delay_s=0, touched_before=started)
+            is None
+        )
         row = await triggers.claim_due(conn, retry_after_s=0, max_delay_s=0)
         assert row is not None and row.trigger_id == trig.trigger_id
         # the row is pending with 2 attempts; mark it done so later claims skip it
@@ -230,19 +281,31 @@ async def test_claim_waits_for_the_backoff_and_the_pass(scratch_pool: asyncpg.Po
 
 # --- questions -------------------------------------------------------------------------
 
+
 async def test_questions(pool: asyncpg.Pool, student: str) -> None:
     rid = str(uuid.uuid4())
     assert await requests.record_question(pool, rid, student, None, "how do I turn?")
     assert not await requests.record_question(pool, rid, student, "s9", "other text")
-    built = FeedbackRequest(request_id=derived_id("feedback", rid), lane=Lane.REACTIVE,
-                            student_key=student, student_id=student, session_id="s9",
-                            playground="GO-Mars", ts=1.0, question="how do I turn?",
-                            chat_request_id=rid)
+    built = FeedbackRequest(
+        request_id=derived_id("feedback", rid),
+        lane=Lane.REACTIVE,
+        student_key=student,
+        student_id=student,
+        session_id="s9",
+        playground="GO-Mars",
+        ts=1.0,
+        question="how do I turn?",
+        chat_request_id=rid,
+    )
     assert await requests.attach_request(pool, rid, built)
     row = await requests.get_question(pool, rid)
     assert row is not None
     assert (row.question, row.session_id, row.status, row.request) == (
-        "how do I turn?", "s9", "pending", built)
+        "how do I turn?",
+        "s9",
+        "pending",
+        built,
+    )
     assert rid in {q.request_id for q in await requests.pending_questions(pool, limit=100_000)}
     assert await requests.note_attempt(pool, rid, "down") == 1
     response = str(uuid.uuid4())
@@ -255,15 +318,29 @@ async def test_questions(pool: asyncpg.Pool, student: str) -> None:
 
 # --- messages --------------------------------------------------------------------------
 
+
 async def test_insert_message_returns_the_existing_row(pool: asyncpg.Pool, student: str) -> None:
     rid = str(uuid.uuid4())
-    first = await messages.insert_message(pool, response_id=rid, student_key=student,
-                                          session_id="s1", role="assistant", text="first",
-                                          origin=Lane.PROACTIVE, classes=["Reassure"],
-                                          model="m")
-    again = await messages.insert_message(pool, response_id=rid, student_key=student,
-                                          session_id="s1", role="assistant", text="second",
-                                          origin=Lane.PROACTIVE)
+    first = await messages.insert_message(
+        pool,
+        response_id=rid,
+        student_key=student,
+        session_id="s1",
+        role="assistant",
+        text="first",
+        origin=Lane.PROACTIVE,
+        classes=["Reassure"],
+        model="m",
+    )
+    again = await messages.insert_message(
+        pool,
+        response_id=rid,
+        student_key=student,
+        session_id="s1",
+        role="assistant",
+        text="second",
+        origin=Lane.PROACTIVE,
+    )
     assert first.inserted and not again.inserted
     assert (again.id, again.created_at) == (first.id, first.created_at)
     row = await messages.get_message(pool, rid)
@@ -272,10 +349,20 @@ async def test_insert_message_returns_the_existing_row(pool: asyncpg.Pool, stude
 
 async def test_concurrent_inserts_make_one_row(pool: asyncpg.Pool, student: str) -> None:
     rid = str(uuid.uuid4())
-    results = await asyncio.gather(*(
-        messages.insert_message(pool, response_id=rid, student_key=student, session_id="s1",
-                                role="assistant", text=f"v{i}", origin="reactive")
-        for i in range(4)))
+    results = await asyncio.gather(
+        *(
+            messages.insert_message(
+                pool,
+                response_id=rid,
+                student_key=student,
+                session_id="s1",
+                role="assistant",
+                text=f"v{i}",
+                origin="reactive",
+            )
+            for i in range(4)
+        )
+    )
     assert sum(r.inserted for r in results) == 1
     assert len({r.id for r in results}) == 1
     assert len(await messages.messages_after(pool, student, 0)) == 1
@@ -284,15 +371,23 @@ async def test_concurrent_inserts_make_one_row(pool: asyncpg.Pool, student: str)
 async def test_messages_after_and_chat(pool: asyncpg.Pool, student: str) -> None:
     ids = []
     for i in range(8):
-        role = "student" if i % 2 == 0 else "assistant"
+        role: messages.Role = "student" if i % 2 == 0 else "assistant"
         stored = await messages.insert_message(
-            pool, response_id=str(uuid.uuid4()), student_key=student, session_id="s1", role=role,
-            text=f"m{i}", origin="reactive")
+            pool,
+            response_id=str(uuid.uuid4()),
+            student_key=student,
+            session_id="s1",
+            role=role,
+            text=f"m{i}",
+            origin="reactive",
+        )
         ids.append(stored.id)
     assert ids == sorted(ids)
     replay = await messages.messages_after(pool, student, ids[2])
     assert [m.text for m in replay] == ["m3", "m5", "m7"]
-    both = await messages.messages_after(pool, student, ids[2], limit=2, roles=("student", "assistant"))
+    both = await messages.messages_after(
+        pool, student, ids[2], limit=2, roles=("student", "assistant")
+    )
     assert [m.text for m in both] == ["m3", "m4"]
     assert await messages.messages_after(pool, student, ids[-1]) == []
     chat = await messages.recent_chat(pool, student, "s1")
@@ -300,43 +395,92 @@ async def test_messages_after_and_chat(pool: asyncpg.Pool, student: str) -> None
     assert await messages.recent_chat(pool, student, "other") == []
 
 
-async def test_recent_chat_leaves_out_the_question_being_answered(pool: asyncpg.Pool, student: str) -> None:
+async def test_recent_chat_leaves_out_the_question_being_answered(
+    pool: asyncpg.Pool, student: str
+) -> None:
     rid = str(uuid.uuid4())
-    await messages.insert_message(pool, response_id=str(uuid.uuid4()), student_key=student,
-                                  session_id="s1", role="assistant", text="earlier", origin="proactive")
-    await messages.insert_message(pool, response_id=rid, student_key=student, session_id="s1",
-                                  role="student", text="now?", origin="reactive", request_id=rid)
+    await messages.insert_message(
+        pool,
+        response_id=str(uuid.uuid4()),
+        student_key=student,
+        session_id="s1",
+        role="assistant",
+        text="earlier",
+        origin="proactive",
+    )
+    await messages.insert_message(
+        pool,
+        response_id=rid,
+        student_key=student,
+        session_id="s1",
+        role="student",
+        text="now?",
+        origin="reactive",
+        request_id=rid,
+    )
     chat = await messages.recent_chat(pool, student, "s1", exclude_response_id=rid)
     assert chat == [("assistant", "earlier")]
 
 
-async def test_nudge_rows_join_their_trigger_and_publish_marks(pool: asyncpg.Pool, student: str) -> None:
+async def test_nudge_rows_join_their_trigger_and_publish_marks(
+    pool: asyncpg.Pool, student: str
+) -> None:
     trig = fire(student)
     await triggers.record_trigger(pool, proactive(trig), status="pending")
     rid = derived_id("nudge", trig.trigger_id)
-    stored = await messages.insert_message(pool, response_id=rid, student_key=student,
-                                           session_id="s1", role="assistant", text="hint",
-                                           origin="proactive", trigger_id=trig.trigger_id)
+    stored = await messages.insert_message(
+        pool,
+        response_id=rid,
+        student_key=student,
+        session_id="s1",
+        role="assistant",
+        text="hint",
+        origin="proactive",
+        trigger_id=trig.trigger_id,
+    )
     row = await messages.get_message(pool, rid)
     assert row is not None
     record = row.to_feedback_message()
     assert (record.message_id, record.trigger_type, record.trigger_detail, record.trigger_id) == (
-        stored.id, "wheel_spin", "6 identical reruns", trig.trigger_id)
-    assert stored.id in {m.id for m in await messages.unpublished(pool, older_than_s=0, limit=100_000)}
+        stored.id,
+        "wheel_spin",
+        "6 identical reruns",
+        trig.trigger_id,
+    )
+    assert stored.id in {
+        m.id for m in await messages.unpublished(pool, older_than_s=0, limit=100_000)
+    }
     assert await messages.mark_published(pool, [stored.id]) == 1
     assert await messages.mark_published(pool, [stored.id]) == 0
-    assert stored.id not in {m.id for m in await messages.unpublished(pool, older_than_s=0, limit=100_000)}
+    assert stored.id not in {
+        m.id for m in await messages.unpublished(pool, older_than_s=0, limit=100_000)
+    }
 
 
 async def test_reply_for_request(pool: asyncpg.Pool, student: str) -> None:
     rid = str(uuid.uuid4())
     assert await messages.reply_for_request(pool, rid) is None
-    await messages.insert_message(pool, response_id=rid, student_key=student, session_id=None,
-                                  role="student", text="q", origin="reactive", request_id=rid)
+    await messages.insert_message(
+        pool,
+        response_id=rid,
+        student_key=student,
+        session_id=None,
+        role="student",
+        text="q",
+        origin="reactive",
+        request_id=rid,
+    )
     assert await messages.reply_for_request(pool, rid) is None
-    await messages.insert_message(pool, response_id=derived_id("answer", rid), student_key=student,
-                                  session_id=None, role="assistant", text="a", origin="reactive",
-                                  request_id=rid)
+    await messages.insert_message(
+        pool,
+        response_id=derived_id("answer", rid),
+        student_key=student,
+        session_id=None,
+        role="assistant",
+        text="a",
+        origin="reactive",
+        request_id=rid,
+    )
     reply = await messages.reply_for_request(pool, rid)
     assert reply is not None and reply.text == "a" and reply.request_id == rid
 

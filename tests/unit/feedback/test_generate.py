@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+
 import pytest
 
 from feedback.classes import sorted_classes
@@ -69,8 +70,11 @@ async def test_one_model_call_with_the_built_prompt(request_: FeedbackRequest) -
 
 
 async def test_reply_is_sanitized_and_trimmed() -> None:
-    raw = ("<think>hmm</think>Hint: \"Try changing the number in your `drive for` block. "
-           + "Then run it again and watch the robot closely. " * 6 + '"')
+    raw = (
+        '<think>hmm</think>Hint: "Try changing the number in your `drive for` block. '
+        + "Then run it again and watch the robot closely. " * 6
+        + '"'
+    )
     result = await generate_feedback(PROACTIVE, llm=StubLLM(raw), fallback_template=False)
     assert result.text == clean_reply(raw)
     assert word_count(result.text) <= 40
@@ -94,7 +98,8 @@ def test_canned_run_reply_says_stop_then_ask_again() -> None:
 
 
 @pytest.mark.parametrize(
-    "error", [LLMUnavailable("down"), EmptyAnswer("empty"), ModelRejected("404")],
+    "error",
+    [LLMUnavailable("down"), EmptyAnswer("empty"), ModelRejected("404")],
     ids=["unavailable", "empty", "rejected"],
 )
 async def test_fallback_to_the_template(error: LLMError) -> None:
@@ -123,8 +128,9 @@ async def test_no_model_configured() -> None:
 
 async def test_answer_that_cleans_to_nothing_is_empty() -> None:
     with pytest.raises(EmptyAnswer):
-        await generate_feedback(PROACTIVE, llm=StubLLM("<think>only thoughts"),
-                                fallback_template=False)
+        await generate_feedback(
+            PROACTIVE, llm=StubLLM("<think>only thoughts"), fallback_template=False
+        )
 
 
 async def test_reply_naming_a_label_is_never_sent() -> None:
@@ -156,8 +162,9 @@ async def test_no_label_word_in_the_prompt_fact_or_any_reply(kind: TriggerType) 
     request = proactive(kind)
     llm = StubLLM()
     by_model = await generate_feedback(request, chat=CHAT, llm=llm, fallback_template=False)
-    by_template = await generate_feedback(request, llm=StubLLM(LLMUnavailable("x")),
-                                          fallback_template=True)
+    by_template = await generate_feedback(
+        request, llm=StubLLM(LLMUnavailable("x")), fallback_template=True
+    )
     assert contains_banned_word(situation_section(llm.prompts[0])) is None
     assert contains_banned_word(by_model.text) is None
     assert contains_banned_word(by_template.text) is None
@@ -165,10 +172,10 @@ async def test_no_label_word_in_the_prompt_fact_or_any_reply(kind: TriggerType) 
 
 async def test_untrimmed_research_mode() -> None:
     long_reply = " ".join(["Change the `drive for` number and run it again."] * 6)
-    result = await generate_feedback(PROACTIVE, llm=StubLLM(long_reply), fallback_template=False,
-                                     trim=False)
+    result = await generate_feedback(
+        PROACTIVE, llm=StubLLM(long_reply), fallback_template=False, trim=False
+    )
     assert word_count(result.text) > 40
-
 
 
 def test_canned_replies_are_short_and_clean() -> None:

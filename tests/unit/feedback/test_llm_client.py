@@ -35,8 +35,14 @@ class Sleeps:
 
 
 def client(fake: FakeOllama, **kwargs: object) -> OllamaClient:
-    options: dict[str, object] = {"host": fake.url, "model": "llama3.2", "timeout_s": 2.0,
-                                  "max_retries": 2, "rand": lambda: 0.5, "sleep": Sleeps()}
+    options: dict[str, object] = {
+        "host": fake.url,
+        "model": "llama3.2",
+        "timeout_s": 2.0,
+        "max_retries": 2,
+        "rand": lambda: 0.5,
+        "sleep": Sleeps(),
+    }
     options.update(kwargs)
     return OllamaClient(**options)  # type: ignore[arg-type]
 
@@ -86,8 +92,9 @@ async def test_empty_then_answer(fake: FakeOllama) -> None:
 async def test_server_errors_are_retried_with_growing_backoff(fake: FakeOllama) -> None:
     fake.configure(mode="fail")
     sleeps = Sleeps()
-    async with client(fake, max_retries=3, sleep=sleeps,
-                      backoff=Backoff(base_s=0.1, cap_s=0.3)) as llm:
+    async with client(
+        fake, max_retries=3, sleep=sleeps, backoff=Backoff(base_s=0.1, cap_s=0.3)
+    ) as llm:
         with pytest.raises(LLMUnavailable, match="500"):
             await llm.complete(PROMPT)
         assert llm.stats.http_calls == 4
@@ -170,8 +177,13 @@ async def test_ping(fake: FakeOllama) -> None:
 
 
 def test_from_settings() -> None:
-    settings = load_settings(ollama_host="http://127.0.0.1:1", ollama_model="qwen3:4b",
-                             llm_timeout_s=7.0, llm_max_retries=5, llm_concurrency=3)
+    settings = load_settings(
+        ollama_host="http://127.0.0.1:1",
+        ollama_model="qwen3:4b",
+        llm_timeout_s=7.0,
+        llm_max_retries=5,
+        llm_concurrency=3,
+    )
     llm = OllamaClient.from_settings(settings)
     assert (llm.model, llm.timeout_s, llm.max_retries) == ("qwen3:4b", 7.0, 5)
 
@@ -189,4 +201,3 @@ async def test_template_responder() -> None:
     assert answer.model == "template"
     assert answer.tokens == 0
     assert answer.text
-
