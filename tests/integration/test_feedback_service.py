@@ -7,7 +7,9 @@ sees only this module's rows.
 from __future__ import annotations
 
 import asyncio
+import os
 import re
+import sys
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
@@ -19,16 +21,26 @@ import pytest
 from delivery.db import open_pool
 from delivery.repo import messages, requests, triggers
 from delivery.repo.outbox import answer_response_id, nudge_response_id
+from feedback.generate import CANNED_REPLIES
 from feedback.llm import OllamaClient
 from feedback.policy import contains_banned_word
 from feedback.service import DeliveryTiming, FeedbackService, Published
 from streams.ids import derived_id, trigger_id
+from streams.nudging import answer_request
 from tests.fakes.ollama_server import FakeOllama, serve
 from tests.fakes.scratch_db import scratch_database
 from tests.unit.feedback.prompt_cases import METRICS, PROGRAM
 from topology.schemas.analysis import TriggerEvidence, TriggerFired, TriggerType
-from topology.schemas.feedback import FeedbackMessage, FeedbackRequest, Lane, NudgeOutcome
-from topology.settings import Settings
+from topology.kafka_admin import read_to_end
+from topology.schemas.base import decode
+from topology.schemas.feedback import (
+    ChatRequest,
+    FeedbackMessage,
+    FeedbackRequest,
+    Lane,
+    NudgeOutcome,
+)
+from topology.settings import PROJECT_ROOT, Settings
 
 pytestmark = pytest.mark.integration
 
@@ -480,4 +492,46 @@ async def test_pending_question_is_answered_by_the_retry(
     assert report.delivered == 1
     assert len(await rows_of(pool, student)) == 2
     assert (await r.service.retry_pending()).delivered == 0
+    await r.llm.aclose()
+
+
+# --- vexnudge ask ----------------------------------------------------------------------
+
+async def _chat_request(settings: Settings, topic: str, request_id: str) -> ChatRequest:
+    for _ in range(150):
+        async for record in read_to_end(settings, [topic]):
+            chat = decode(ChatRequest, record.value or b"")
+            if chat.request_id == request_id:
+                assert record.key == chat.student_key.encode()
+                return chat
+        await asyncio.sleep(0.2)
+    raise AssertionError(f"no ChatRequest {request_id} on {topic}")
+
+
+async def test_ask_command_publishes_the_question_and_waits_for_the_reply(
+    pool: asyncpg.Pool, db_settings: Settings, fake: FakeOllama, unique_prefix: str
+) -> None:
+    settings = db_settings.model_copy(update={"topic_prefix": unique_prefix})
+    r, request_id = rig(pool, settings, fake), str(uuid.uuid4())
+    env = {**os.environ, "DATABASE_URL": settings.database_url.get_secret_value(),
+           "KAFKA_BOOTSTRAP_SERVERS": settings.kafka_bootstrap_servers,
+           "TOPIC_PREFIX": unique_prefix, "TOPIC_PARTITIONS": str(settings.topic_partitions)}
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "topology.cli", "ask", " Otter12 ", "-", "how do I turn?",
+        "--request-id", request_id, "--wait", "--timeout", "60",
+        env=env, cwd=PROJECT_ROOT, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    chat = await _chat_request(settings, settings.topic("vex.chat.requests"), request_id)
+    assert (chat.student_key, chat.student_id, chat.session_id, chat.text, chat.source) == (
+        "otter12", "Otter12", None, "how do I turn?", "cli")
+    question = await requests.get_question(pool, request_id)
+    assert question is not None and question.status == "pending"
+    # the analysis stage: no session known for this student yet → a canned reply
+    result = await r.service.handle(answer_request(chat, None, None))
+    assert result.status == "answered"
+    out, err = await asyncio.wait_for(proc.communicate(), timeout=90)
+    assert proc.returncode == 0, err.decode()
+    assert out.decode().splitlines() == [request_id, CANNED_REPLIES["no_session"]]
+    rows = await messages.messages_after(pool, "otter12", 0, roles=("student", "assistant"))
+    mine = [m for m in rows if m.request_id == request_id]
+    assert [m.role for m in mine] == ["student", "assistant"]
     await r.llm.aclose()
