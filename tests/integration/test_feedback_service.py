@@ -30,8 +30,8 @@ from streams.nudging import answer_request
 from tests.fakes.ollama_server import FakeOllama, serve
 from tests.fakes.scratch_db import scratch_database
 from tests.unit.feedback.prompt_cases import METRICS, PROGRAM
-from topology.schemas.analysis import TriggerEvidence, TriggerFired, TriggerType
 from topology.kafka_admin import read_to_end
+from topology.schemas.analysis import TriggerEvidence, TriggerFired, TriggerType
 from topology.schemas.base import decode
 from topology.schemas.feedback import (
     ChatRequest,
