@@ -32,9 +32,7 @@ import platform
 import resource
 import secrets
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -52,6 +50,7 @@ from aiokafka import AIOKafkaProducer  # noqa: E402
 from delivery.db import create_pool  # noqa: E402
 from delivery.gateway import tokens  # noqa: E402
 from delivery.gateway.client import SseParser  # noqa: E402
+from delivery.gateway.process import GatewayProcess  # noqa: E402
 from delivery.repo import messages as repo_messages  # noqa: E402
 from topology import topics as T  # noqa: E402
 from topology.kafka_admin import ensure_topics  # noqa: E402
@@ -90,44 +89,6 @@ def rss_mib(pid: int) -> float:
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, max(0, round(q / 100 * len(ordered) + 0.5) - 1))]
-
-
-class Gateway:
-    """A ``vexnudge gateway`` subprocess on a free port."""
-
-    def __init__(self, settings: Settings, port: int, secret: str, admin: str) -> None:
-        self.port = port
-        self.log = Path(tempfile.mkdtemp(prefix="vexnudge-bench-sse-")) / "gateway.log"
-        env = {**os.environ, "TOKEN_SECRET": secret, "ADMIN_TOKEN": admin,
-               "TOPIC_PREFIX": settings.topic_prefix, "GATEWAY_PORT": str(port),
-               "KAFKA_BOOTSTRAP_SERVERS": settings.kafka_bootstrap_servers,
-               "DATABASE_URL": settings.database_url.get_secret_value()}
-        self._log = open(self.log, "wb")  # noqa: SIM115 - closed in stop()
-        self.proc = subprocess.Popen([sys.executable, "-m", "topology.cli", "gateway", "-l", "warning"],
-                                     env=env, stdout=self._log, stderr=subprocess.STDOUT)
-
-    async def wait_healthy(self, http: aiohttp.ClientSession, timeout_s: float = 60.0) -> None:
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"the gateway exited:\n{self.log.read_text()[-2000:]}")
-            try:
-                async with http.get(f"http://127.0.0.1:{self.port}/healthz") as response:
-                    if response.status == 200:
-                        return
-            except aiohttp.ClientError:
-                pass
-            await asyncio.sleep(0.2)
-        raise RuntimeError("the gateway did not become healthy in time")
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(15)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        self._log.close()
 
 
 async def listen(http: aiohttp.ClientSession, url: str, token: str, client: Client) -> None:
@@ -206,18 +167,19 @@ async def run(args: argparse.Namespace) -> dict[str, object]:
                                    (T.FEEDBACK.name, T.TRIGGERS.name, T.NUDGE_OUTCOMES.name,
                                     T.CHAT_REQUESTS.name)])
     secret, admin = secrets.token_hex(32), secrets.token_hex(16)
-    gateway = Gateway(settings, args.port, secret, admin)
+    gateway = GatewayProcess(settings, secret, admin, port=args.port, loglevel="warning").start()
     connector = aiohttp.TCPConnector(limit=0, force_close=False)
     timeout = aiohttp.ClientTimeout(total=None, sock_read=120)
     async with aiohttp.ClientSession(connector=connector, timeout=timeout) as http:
         tasks: list[asyncio.Task[None]] = []
         try:
-            await gateway.wait_healthy(http)
+            await asyncio.to_thread(gateway.wait_healthy)
             await asyncio.sleep(1.0)
-            rss_before = rss_mib(gateway.proc.pid)
+            pid = gateway.process.pid if gateway.process else 0
+            rss_before = rss_mib(pid)
             run_id = uuid.uuid4().hex[:6]
             clients = [Client(f"bench-{run_id}-{i:04d}") for i in range(args.clients)]
-            url = f"http://127.0.0.1:{args.port}/v1/students/{{}}/stream"
+            url = f"{gateway.base_url}/v1/students/{{}}/stream"
             connect_start = time.monotonic()
             for client in clients:
                 token = tokens.issue(secret.encode(), client.student, ttl_s=3600, now=time.time())
@@ -227,7 +189,7 @@ async def run(args: argparse.Namespace) -> dict[str, object]:
             errors = [c.error for c in clients if c.error]
             if errors:
                 raise RuntimeError(f"{len(errors)} clients failed to connect, e.g. {errors[0]}")
-            rss_connected = rss_mib(gateway.proc.pid)
+            rss_connected = rss_mib(pid)
             sent_at: dict[int, float] = {}
             pub_start = time.monotonic()
             await publish_all(settings, clients, None if args.burst else args.rate, sent_at)
@@ -235,8 +197,8 @@ async def run(args: argparse.Namespace) -> dict[str, object]:
             with contextlib.suppress(TimeoutError):  # the summary counts what is missing
                 await asyncio.wait_for(asyncio.gather(*(c.done.wait() for c in clients)), args.wait)
             await asyncio.sleep(0.5)  # anything extra (a duplicate) would arrive by now
-            rss_after = rss_mib(gateway.proc.pid)
-            async with http.get(f"http://127.0.0.1:{args.port}/metrics") as response:
+            rss_after = rss_mib(pid)
+            async with http.get(f"{gateway.base_url}/metrics") as response:
                 metrics_text = await response.text()
         finally:
             for task in tasks:
@@ -287,7 +249,7 @@ def main() -> int:
     parser.add_argument("--clients", type=int, default=500)
     parser.add_argument("--rate", type=float, default=200.0, help="nudges per second (paced mode)")
     parser.add_argument("--burst", action="store_true", help="publish every nudge at once")
-    parser.add_argument("--port", type=int, default=18931)
+    parser.add_argument("--port", type=int, default=0, help="gateway port (0: a free one)")
     parser.add_argument("--wait", type=float, default=60.0, help="seconds to wait for delivery")
     parser.add_argument("--json", action="store_true", help="print the result as JSON only")
     args = parser.parse_args()
