@@ -1,19 +1,113 @@
 """Admin routes (admin token): ``POST /admin/tick``.
 
-The tick runs one evaluation pass for a (student, session) from the event
-store with the same engine as the pipeline, and hands each feedback request
-the nudge policy acts on to the feedback service (idempotent by trigger id).
+The tick runs one evaluation pass for a (student, session) by hand: it loads
+the session's stored events, evaluates them with the pipeline's own engine
+and nudge policy (:func:`streams.local.evaluate_session`), and hands each
+resulting feedback request to the feedback service, which is idempotent by
+trigger id.  It answers what it detected and what it pushed; ``pushed``
+holds only messages this call created, so a nudge the pipeline already sent
+is neither generated nor listed again.
+
+The feedback service (with its model client) is built on the first tick and
+closed with the app.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
+from typing import Any
+
+import orjson
 from aiohttp import web
 
 from delivery.gateway.auth import json_error
-from delivery.gateway.state import GATEWAY
+from delivery.gateway.payloads import iso
+from delivery.gateway.state import GATEWAY, Gateway
+from delivery.gateway.tokens import canonical_key
+from topology import topics as T
+from topology.schemas.base import encode, to_jsonable
+from topology.schemas.feedback import FeedbackMessage, NudgeOutcome
+
+log = logging.getLogger(__name__)
+
+_SERVICE = "feedback_service"
+_LOCK = "feedback_service_lock"
 
 
 async def tick(request: web.Request) -> web.Response:
-    request.app[GATEWAY].auth.admin(request)
-    raise json_error(web.HTTPNotImplemented, "tick_unavailable",
-                     "the evaluation pass is not wired into this build yet")
+    gw = request.app[GATEWAY]
+    gw.auth.admin(request)
+    student_id, session_id = await _tick_body(request)
+    try:
+        from streams.local import evaluate_session
+    except ImportError:
+        raise json_error(web.HTTPNotImplemented, "tick_unavailable",
+                         "this build has no session evaluation") from None
+    from delivery.repo import events as repo_events
+
+    key = canonical_key(student_id)
+    events = await repo_events.session_events(gw.need_pool(), key, session_id)
+    evaluation = evaluate_session(events, gw.settings)
+    service = await _service(gw)
+    pushed: list[dict[str, Any]] = []
+    for feedback_request in evaluation.requests:
+        result = await service.handle(feedback_request)
+        if result.generated and result.message is not None:
+            pushed.append(_pushed(result.message))
+    detected = [to_jsonable(trigger) for trigger in evaluation.detected]
+    log.info("admin tick %s/%s: %d events, %d detected, %d pushed",
+             key, session_id, len(events), len(detected), len(pushed))
+    return web.json_response({"student_key": key, "session_id": session_id, "events": len(events),
+                              "detected": detected, "pushed": pushed})
+
+
+async def _tick_body(request: web.Request) -> tuple[str, str]:
+    try:
+        body = orjson.loads(await request.read())
+    except orjson.JSONDecodeError:
+        raise json_error(web.HTTPBadRequest, "invalid_json", "the body must be a JSON object") from None
+    if not isinstance(body, dict):
+        raise json_error(web.HTTPBadRequest, "invalid_json", "the body must be a JSON object")
+    values = []
+    for name in ("student_id", "session_id"):
+        value = body.get(name)
+        if not isinstance(value, str) or not value.strip():
+            raise json_error(web.HTTPUnprocessableEntity, f"{name}_invalid",
+                             f"'{name}' is required: a non-empty string")
+        values.append(value.strip())
+    return values[0], values[1]
+
+
+def _pushed(message: FeedbackMessage) -> dict[str, Any]:
+    return {"message_id": message.message_id, "response_id": message.response_id,
+            "origin": message.origin.value, "text": message.text, "trigger_id": message.trigger_id,
+            "trigger_type": message.trigger_type, "feedback_classes": list(message.feedback_classes),
+            "model": message.model, "created_at": iso(message.created_at)}
+
+
+async def _service(gw: Gateway) -> Any:
+    """The gateway's feedback service, built once (publishing through its producer)."""
+    lock = gw.extras.setdefault(_LOCK, asyncio.Lock())
+    assert isinstance(lock, asyncio.Lock)
+    async with lock:
+        if _SERVICE not in gw.extras:
+            from feedback.llm import OllamaClient
+            from feedback.service import FeedbackService
+
+            llm = OllamaClient.from_settings(gw.settings)
+            gw.closers.append(llm.aclose)
+            gw.extras[_SERVICE] = FeedbackService(gw.need_pool(), llm, gw.settings,
+                                                  _publisher(gw))
+        return gw.extras[_SERVICE]
+
+
+def _publisher(gw: Gateway) -> Any:
+    topic = gw.settings.topic
+
+    async def publish(record: FeedbackMessage | NudgeOutcome) -> None:
+        name = T.FEEDBACK.name if isinstance(record, FeedbackMessage) else T.NUDGE_OUTCOMES.name
+        await gw.need_producer().send_and_wait(topic(name), encode(record),
+                                               key=record.student_key.encode())
+
+    return publish

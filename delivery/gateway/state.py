@@ -9,7 +9,7 @@ app stops; open SSE streams live in :data:`STREAMS` and are ended in
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
 import asyncpg
@@ -40,6 +40,9 @@ class Gateway:
     producer: AIOKafkaProducer | None = None
     consumer: FeedConsumer | None = None
     extras: dict[str, object] = field(default_factory=dict)
+    """Clients built on demand (the admin tick's feedback service)."""
+    closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+    """Closed with the app, before the pool and the producer."""
 
     def need_pool(self) -> asyncpg.Pool:
         if self.pool is None:
@@ -88,6 +91,11 @@ async def clients_ctx(app: web.Application) -> AsyncIterator[None]:
                  ", ".join(s.topic(n) for n in CONSUMED))
         yield
     finally:
+        for close in reversed(gw.closers):
+            try:
+                await close()
+            except Exception:  # closing must go on
+                log.exception("gateway: closing a client failed")
         await gw.consumer.stop()
         await gw.producer.stop()
         await gw.pool.close()
