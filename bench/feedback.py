@@ -41,6 +41,8 @@ _HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 sys.path.insert(0, str(_HERE.parent))
 
+import asyncpg  # noqa: E402
+import httpx  # noqa: E402
 from aiokafka import AIOKafkaProducer  # noqa: E402
 
 from delivery.db import open_pool  # noqa: E402
@@ -130,6 +132,17 @@ async def run_phase(
     return phase
 
 
+async def check_once(pool: asyncpg.Pool, url: str, *, nudges: int, calls: int) -> None:
+    """Every nudge stored once, and one model call per first delivery (none for replays)."""
+    stored = await pool.fetchval(
+        "select count(*) from chat.messages where origin = 'proactive' and role = 'assistant'")
+    async with httpx.AsyncClient() as client:
+        made = (await client.get(f"{url}/_control")).json()["chat_calls"]
+    if (stored, made) != (nudges, calls):
+        raise SystemExit(f"expected {nudges} nudges and {calls} model calls, got {stored}, {made}")
+    print(f"# checked: {stored} nudges stored, {made} model calls (none for the replays)")
+
+
 def _ms(values: list[float], q: float) -> str:
     if not values:
         return "-"
@@ -195,6 +208,7 @@ async def bench(settings: Settings, url: str, args: argparse.Namespace) -> list[
             asks = [question(s, time.time()) for s in students]
             phases.append(await run_phase(service, collector, "question", asks, args.concurrency))
             await llm.aclose()
+            await check_once(pool, url, nudges=args.n + len(warm), calls=2 * args.n + len(warm))
     finally:
         await close()
     return phases
