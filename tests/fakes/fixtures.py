@@ -4,6 +4,8 @@ Use them from a test module by importing them (pytest finds imported fixtures)::
 
     from tests.fakes.fixtures import fake_ollama  # noqa: F401
 
+    async def test_something(fake_ollama: FakeOllama) -> None:  # noqa: F811
+
 or wrap :func:`tests.fakes.ollama_server.serve` in a local fixture.
 
 - ``fake_ollama`` (async, per test): a :class:`FakeOllama` served in-process on

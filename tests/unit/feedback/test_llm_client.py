@@ -6,11 +6,14 @@ import asyncio
 import time
 from collections.abc import AsyncIterator
 
+import httpx
+import ollama
 import pytest
 
 from feedback.errors import EmptyAnswer, LLMUnavailable, MalformedAnswer, ModelRejected
 from feedback.llm import NUM_PREDICT, Backoff, OllamaClient, TemplateResponder
-from tests.fakes.ollama_server import DEFAULT_REPLY, FakeOllama, serve
+from tests.fakes.fixtures import fake_ollama, fake_ollama_process  # noqa: F401
+from tests.fakes.ollama_server import DEFAULT_REPLY, MODEL_VERSION, FakeOllama, serve
 from tests.unit.feedback.prompt_cases import PROACTIVE
 from topology.settings import load_settings
 
@@ -201,3 +204,40 @@ async def test_template_responder() -> None:
     assert answer.model == "template"
     assert answer.tokens == 0
     assert answer.text
+
+
+# --- the fake server itself, through its shared fixtures ----------------------------
+
+
+async def test_fake_streams_ndjson_and_obeys_control(fake_ollama: FakeOllama) -> None:  # noqa: F811
+    client = ollama.AsyncClient(host=fake_ollama.url)
+    parts = [
+        p
+        async for p in await client.chat(
+            model="llama3.2", messages=[{"role": "user", "content": PROMPT}], stream=True
+        )
+    ]
+    assert "".join(p.message.content or "" for p in parts) == ANSWER
+    assert [p.done for p in parts][-1] is True and not any(p.done for p in parts[:-1])
+    assert parts[-1].eval_count and parts[-1].prompt_eval_count
+    async with httpx.AsyncClient(base_url=fake_ollama.url) as http:
+        state = (await http.post("/_control", json={"mode": "missing"})).json()
+        assert state["mode"] == "missing"
+        assert (await http.post("/_control", json={"mode": "nope"})).status_code == 400
+        assert (await http.get("/api/version")).json() == {"version": MODEL_VERSION}
+    with pytest.raises(ollama.ResponseError):
+        await client.chat(model="llama3.2", messages=[{"role": "user", "content": "x"}])
+    listed = await client.list()
+    assert [m.model for m in listed.models] == ["llama3.2:latest"]
+    await client.close()  # type: ignore[no-untyped-call]
+
+
+async def test_fake_as_a_process(fake_ollama_process: str) -> None:  # noqa: F811
+    async with OllamaClient(host=fake_ollama_process, model="llama3.2", max_retries=0) as llm:
+        assert (await llm.complete(PROMPT)).text == ANSWER
+        async with httpx.AsyncClient(base_url=fake_ollama_process) as http:
+            await http.post("/_control", json={"mode": "fail"})
+            with pytest.raises(LLMUnavailable):
+                await llm.complete(PROMPT)
+            recorded = (await http.get("/_requests")).json()
+    assert [r["prompt"] for r in recorded] == [PROMPT, PROMPT]
