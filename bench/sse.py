@@ -16,9 +16,10 @@ What it does, all on loopback:
    and from the moment it was handed to the producer, to the moment the
    client read the frame; and the gateway's RSS before and after.
 
-Client and publisher share this process's event loop, so the figures include
-the client side's own scheduling; the gateway, the broker and PostgreSQL run
-in their own processes on the same 2 cores.
+The clients run in this process (their loop only reads); storing and
+publishing run in a child process; the gateway, the broker and PostgreSQL
+run in their own processes, all on the same 2 cores.  Every time is the
+wall clock of the one machine.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import multiprocessing
 import os
 import platform
 import resource
@@ -35,7 +37,9 @@ import statistics
 import sys
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
 from pathlib import Path
 
 # Sibling benchmarks are named like packages (bench/tree_edit.py): keep this
@@ -114,26 +118,31 @@ async def listen(http: aiohttp.ClientSession, url: str, token: str, client: Clie
         client.ready.set()
 
 
-async def publish_all(settings: Settings, clients: list[Client], rate: float | None,
-                      sent_at: dict[int, float]) -> None:
-    """Store one nudge per client and publish it.
+async def publish_all(settings: Settings, students: list[str], rate: float | None,
+                      go: Callable[[], Awaitable[None]] | None = None) -> dict[int, float]:
+    """Store one nudge per student and publish it; returns each message's publish time.
 
     Paced (``rate``): store, then publish, one message every 1/rate s.
     Burst (``rate`` None): store every message first, then publish them all
     back to back (the latency then starts at the publish, not at the insert).
+    ``go`` is awaited once the clients are connected to Postgres and Kafka.
     """
     pool = await create_pool(settings, min_size=2, max_size=4)
     producer = AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap_servers,
                                 enable_idempotence=True, linger_ms=0)
     await producer.start()
     topic = settings.topic(T.FEEDBACK.name)
+    sent_at: dict[int, float] = {}
     try:
+        await _store(pool, f"warm-{uuid.uuid4().hex[:6]}", "warm-up")
+        if go is not None:
+            await go()
         start = time.monotonic()
         records: list[FeedbackMessage] = []
-        for i, client in enumerate(clients):
+        for i, student in enumerate(students):
             if rate:
                 await asyncio.sleep(max(0.0, start + i / rate - time.monotonic()))
-            record = await _store(pool, client.student, f"Nudge {i}: try changing one value and run again.")
+            record = await _store(pool, student, f"Nudge {i}: try changing one value and run again.")
             if rate:
                 sent_at[record.message_id] = time.time()
                 await producer.send(topic, encode(record), key=record.student_key.encode())
@@ -146,6 +155,7 @@ async def publish_all(settings: Settings, clients: list[Client], rate: float | N
     finally:
         await producer.stop()
         await pool.close()
+    return sent_at
 
 
 async def _store(pool: asyncpg.Pool, student: str, text: str) -> FeedbackMessage:
@@ -157,6 +167,44 @@ async def _store(pool: asyncpg.Pool, student: str, text: str) -> FeedbackMessage
                            session_id="bench", role="assistant", origin=Lane.PROACTIVE, text=text,
                            feedback_classes=["ELABORATE"], model="template",
                            created_at=stored.created_at)
+
+
+def _publisher_process(settings_json: str, students: list[str], rate: float | None,
+                       conn: Connection) -> None:
+    """Child process: connect, say ready, wait for go, store and publish, report the times."""
+    settings = Settings.model_validate_json(settings_json)
+
+    async def go() -> None:
+        conn.send("ready")
+        await asyncio.to_thread(conn.recv)
+
+    conn.send(asyncio.run(publish_all(settings, students, rate, go)))
+    conn.close()
+
+
+class Publisher:
+    """:func:`publish_all` in its own process, so the clients' loop only reads."""
+
+    def __init__(self, settings: Settings, students: list[str], rate: float | None) -> None:
+        ctx = multiprocessing.get_context("spawn")
+        self.conn, theirs = ctx.Pipe()
+        data = settings.model_dump(mode="json")
+        data["database_url"] = settings.database_url.get_secret_value()
+        for secret in ("token_secret", "admin_token"):
+            data.pop(secret, None)
+        self.child = ctx.Process(target=_publisher_process, args=(json.dumps(data), students, rate, theirs))
+        self.child.start()
+        theirs.close()
+
+    async def ready(self) -> None:
+        if await asyncio.to_thread(self.conn.recv) != "ready":
+            raise RuntimeError("the publisher process failed to start")
+
+    async def run(self) -> dict[int, float]:
+        self.conn.send("go")
+        sent_at: dict[int, float] = await asyncio.to_thread(self.conn.recv)
+        await asyncio.to_thread(self.child.join, 30)
+        return sent_at
 
 
 async def run(args: argparse.Namespace) -> dict[str, object]:
@@ -190,9 +238,10 @@ async def run(args: argparse.Namespace) -> dict[str, object]:
             if errors:
                 raise RuntimeError(f"{len(errors)} clients failed to connect, e.g. {errors[0]}")
             rss_connected = rss_mib(pid)
-            sent_at: dict[int, float] = {}
+            publisher = Publisher(settings, [c.student for c in clients], None if args.burst else args.rate)
+            await publisher.ready()
             pub_start = time.monotonic()
-            await publish_all(settings, clients, None if args.burst else args.rate, sent_at)
+            sent_at = await publisher.run()
             publish_s = time.monotonic() - pub_start
             with contextlib.suppress(TimeoutError):  # the summary counts what is missing
                 await asyncio.wait_for(asyncio.gather(*(c.done.wait() for c in clients)), args.wait)

@@ -219,3 +219,75 @@ def test_board_login_field_and_refusal(stack: Settings, unique_prefix: str, chro
         chrome.get(f"{gw.base_url}/student?token={expired}")
         wait_for(lambda: "expired" in chrome.find_element(By.ID, "notice").text, 10, "the expiry notice",
                  chrome, "student-expired")
+
+
+# --- the whole product -------------------------------------------------------------------
+
+FAKE_REPLY = "You ran the same program a few times. Try changing one number, then run it again."
+
+
+def feedback_agent_wired(settings: Settings) -> bool:
+    """The worker has an agent that turns feedback requests into messages."""
+    from topology.app import build_pipeline
+
+    return any("feedback" in name for name in build_pipeline(settings).app.agents)
+
+
+def test_wheel_spin_reaches_the_student_page_and_the_board(
+        stack: Settings, unique_prefix: str, chrome: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.e2e.telemetry import wheel_spin_lines
+    from tests.fakes.process import fake_ollama_subprocess
+    from tests.integration.pipeline import start_worker
+    from topology.producer import produce_lines
+
+    settings = isolated(stack, unique_prefix)
+    if not feedback_agent_wired(settings):
+        pytest.skip("the worker has no feedback agent yet: nothing turns a trigger into a message")
+    student_id = f"E2E-{uuid.uuid4().hex[:8]}"  # raw spelling; the key is lower-cased
+    who = student_id.lower()
+    token = tokens.issue(SECRET.encode(), student_id, ttl_s=3600, now=time.time())
+    with fake_ollama_subprocess(reply=FAKE_REPLY) as ollama_url:
+        for name, value in {"TRIGGER_DAEMON_ENABLED": "true", "OLLAMA_HOST": ollama_url,
+                            "TRIGGER_POLL_INTERVAL_S": "1", "NUDGE_COOLDOWN_S": "0"}.items():
+            monkeypatch.setenv(name, value)
+        asyncio.run(ensure_topics(settings))
+        worker = start_worker(settings, "live")
+        try:
+            with gateway(settings) as gw:
+                chrome.get(f"{gw.base_url}/student?token={token}")
+                wait_for(lambda: page_status(chrome) == "live", 20, "the student stream", chrome,
+                         "e2e-student-connect")
+                student_tab = chrome.current_window_handle
+                chrome.switch_to.new_window("tab")
+                chrome.get(f"{gw.base_url}/board?admin_token={ADMIN}")
+                wait_for(lambda: page_status(chrome) == "live", 20, "the board stream", chrome, "e2e-board")
+                board_tab = chrome.current_window_handle
+
+                lines = wheel_spin_lines(student_id, f"sess-{uuid.uuid4().hex[:6]}", now=time.time())
+                asyncio.run(produce_lines(settings, lines))
+
+                # The trigger reaches the board first (pending), from vex.triggers.
+                fired = wait_for(lambda: [r for r in board_rows(chrome)
+                                          if r["student"] == who and r["type"] == "wheel_spin"],
+                                 60, f"the trigger on the board (worker log:\n{worker.log_tail()})",
+                                 chrome, "e2e-board-fired")
+                assert "identical reruns 6" in fired[0]["evidence"] and "threshold 6" in fired[0]["evidence"]
+
+                chrome.switch_to.window(student_tab)
+                nudges = wait_for(lambda: bubbles(chrome, "li.proactive"), 90,
+                                  f"the nudge on the student page (worker log:\n{worker.log_tail()})",
+                                  chrome, "e2e-student-nudge")
+                assert len(nudges) == 1 and "CHECK-IN" in nudges[0]["text"].upper()
+                assert "number" in nudges[0]["text"]  # the fake model's reply, sanitized
+                assert not [label for label in INTERNAL_LABELS if label in chrome.page_source]
+                screenshot(chrome, "e2e-student-nudge")
+
+                chrome.switch_to.window(board_tab)
+                rows = wait_for(lambda: [r for r in board_rows(chrome)
+                                         if r["student"] == who and r["type"] == "wheel_spin"
+                                         and r["status"] == "acted"],
+                                30, "the nudge on the board", chrome, "e2e-board-trigger")
+                assert "number" in rows[0]["outcome"]
+                screenshot(chrome, "e2e-board-trigger")
+        finally:
+            worker.stop()
