@@ -116,6 +116,6 @@ async def metrics_view(request: web.Request) -> web.Response:
 def run(settings: Settings) -> None:
     """Serve until SIGINT/SIGTERM (``vexnudge gateway``)."""
     app = build_app(settings)
-    log.info("gateway: listening on http://%s:%d", settings.gateway_host, settings.gateway_port)
+    log.info("gateway: starting on http://%s:%d", settings.gateway_host, settings.gateway_port)
     web.run_app(app, host=settings.gateway_host, port=settings.gateway_port,
                 shutdown_timeout=5.0, access_log=None, print=None, handle_signals=True)

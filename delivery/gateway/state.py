@@ -87,7 +87,7 @@ async def clients_ctx(app: web.Application) -> AsyncIterator[None]:
     try:
         await gw.producer.start()
         await gw.consumer.start()
-        log.info("gateway: consuming %s from their end; ready",
+        log.info("gateway: ready; consuming %s from their end",
                  ", ".join(s.topic(n) for n in CONSUMED))
         yield
     finally:

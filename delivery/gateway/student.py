@@ -26,8 +26,10 @@ import time
 import uuid
 from datetime import UTC, datetime
 
+import asyncpg
 import orjson
 from aiohttp import web
+from aiokafka.errors import KafkaError
 
 from delivery.gateway import payloads as P
 from delivery.gateway import sse, store
@@ -191,23 +193,35 @@ async def post_message(request: web.Request) -> web.Response:
     claims = gw.auth.student(request, student)
     text, session_id = await _question_body(request)
     request_id = _request_id(request, claims.student_key)
-    saved = await store.store_question(gw.need_pool(), request_id=request_id,
-                                       student_key=claims.student_key, session_id=session_id, text=text)
-    producer = gw.need_producer()
-    chat = ChatRequest(request_id=request_id, student_key=claims.student_key, student_id=student.strip(),
-                       session_id=session_id, text=text, ts=time.time())
-    key = claims.student_key.encode()
-    await producer.send_and_wait(gw.settings.topic(T.CHAT_REQUESTS.name), encode(chat), key=key)
-    if saved.new_message:
-        m = saved.message
-        echo = FeedbackMessage(message_id=m.message_id, response_id=m.response_id, student_key=m.student_key,
-                               session_id=m.session_id, role="student", origin=Lane.REACTIVE, text=m.text,
-                               created_at=m.created_ts)
-        await producer.send_and_wait(gw.settings.topic(T.FEEDBACK.name), encode(echo), key=key)
-        await store.mark_published(gw.need_pool(), m.message_id)
+    try:
+        saved = await store.store_question(gw.need_pool(), request_id=request_id,
+                                           student_key=claims.student_key, session_id=session_id,
+                                           text=text)
+        await _publish_question(gw, saved, student.strip(), claims.student_key)
+    except (OSError, asyncpg.PostgresError, KafkaError, TimeoutError) as exc:
+        log.warning("question %s not accepted: %s: %s", request_id, type(exc).__name__, exc)
+        raise json_error(web.HTTPServiceUnavailable, "unavailable",
+                         "the question could not be taken right now; send it again "
+                         "(with the same Idempotency-Key it is stored only once)") from None
     gw.metrics.questions.labels("new" if saved.new_request else "repeat").inc()
     return web.json_response({"request_id": request_id, "message_id": saved.message.message_id,
                               "duplicate": not saved.new_request}, status=202)
+
+
+async def _publish_question(gw: Gateway, saved: store.StoredQuestion, student_id: str, key: str) -> None:
+    """The question to ``vex.chat.requests``; its student message to ``vex.feedback`` once."""
+    producer = gw.need_producer()
+    request_id, session_id, text = saved.request_id, saved.message.session_id, saved.message.text
+    chat = ChatRequest(request_id=request_id, student_key=key, student_id=student_id,
+                       session_id=session_id, text=text, ts=time.time())
+    await producer.send_and_wait(gw.settings.topic(T.CHAT_REQUESTS.name), encode(chat), key=key.encode())
+    if saved.new_message:
+        m = saved.message
+        echo = FeedbackMessage(message_id=m.message_id, response_id=m.response_id, student_key=key,
+                               session_id=m.session_id, role="student", origin=Lane.REACTIVE, text=m.text,
+                               created_at=m.created_ts)
+        await producer.send_and_wait(gw.settings.topic(T.FEEDBACK.name), encode(echo), key=key.encode())
+        await store.mark_published(gw.need_pool(), m.message_id)
 
 
 async def _question_body(request: web.Request) -> tuple[str, str | None]:

@@ -42,10 +42,19 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     except ConfigurationError as exc:
         print(f"vexnudge gateway: {exc}", file=sys.stderr)
         return 2
+    from aiokafka.errors import KafkaError
+
     try:
         serve(settings)
+    except KafkaError as exc:
+        print(f"vexnudge gateway: cannot reach Kafka at {settings.kafka_bootstrap_servers}: {exc}\n"
+              "Start the local stack with `vexnudge stack up` or set KAFKA_BOOTSTRAP_SERVERS.",
+              file=sys.stderr)
+        return 1
     except OSError as exc:
         print(f"vexnudge gateway: cannot serve on {settings.gateway_host}:{settings.gateway_port} "
-              f"or reach its backends: {exc}", file=sys.stderr)
+              f"or reach PostgreSQL: {exc}\n"
+              "Check GATEWAY_PORT and DATABASE_URL (or start the local stack with `vexnudge stack up`).",
+              file=sys.stderr)
         return 1
     return 0
