@@ -276,6 +276,25 @@ async def test_messages_stored_during_the_replay_are_sent_exactly_once(kit: Kit)
     stream.close()
 
 
+async def test_every_replica_delivers_and_resumes_any_student(
+        kit: Kit, stack: Settings, unique_prefix: str) -> None:
+    async with running_gateway(stack, unique_prefix) as other:
+        who = student()
+        token = kit.token(who)
+        on_a = await open_stream(kit, who, token)
+        on_b = await open_stream(other, who, token)
+        first = await kit.store(who, "seen by both replicas")
+        assert [m["message_id"] for m in await on_a.messages(1)] == [first]
+        assert [m["message_id"] for m in await on_b.messages(1)] == [first]
+        on_a.close()
+        missed = await kit.store(who, "stored while the student moved to replica B")
+        moved = await open_stream(other, who, token, last_id=first)
+        assert [int(e.id) for e in moved.received if e.id] == [missed]
+        assert [m["message_id"] for m in await on_b.messages(1)] == [missed]
+        moved.close()
+        on_b.close()
+
+
 async def test_since_returns_history_then_live(kit: Kit) -> None:
     who = student()
     old = await kit.store(who, "earlier today", publish=False)
