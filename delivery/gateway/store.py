@@ -43,8 +43,8 @@ select t.trigger_id::text as trigger_id, t.student_key, t.session_id, t.trigger_
        t.reason, m.id as message_id, m.response_id::text as response_id, m.message_text,
        m.created_at as message_created_at, m.feedback_classes, m.model
 from event_logs.agent_triggers t
-left join chat.messages m on m.trigger_id = t.trigger_id and m.role = 'assistant'
-order by t.fired_at desc, t.id desc
+left join chat.messages m on m.response_id = t.response_id
+order by t.id desc
 limit $1
 """
 
@@ -117,7 +117,11 @@ async def store_question(pool: asyncpg.Pool, *, request_id: str, student_key: st
 
 
 async def board_snapshot(pool: asyncpg.Pool, limit: int = 200) -> list[dict[str, Any]]:
-    """The most recent triggers (newest first) with the nudge sent for each, if any."""
+    """The most recently stored triggers (newest first) with the nudge sent for each, if any.
+
+    Both lookups use primary/unique indexes (``agent_triggers.id``,
+    ``messages.response_id``), so the snapshot stays cheap on a large history.
+    """
     from delivery.gateway.payloads import iso
 
     out: list[dict[str, Any]] = []

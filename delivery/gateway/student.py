@@ -49,6 +49,7 @@ MAX_IDEMPOTENCY_KEY_CHARS = 200
 _DELIVERED_CAP = 4096
 _BATCH = 64
 _ID_RE = re.compile(r"^\d{1,19}$")
+_MAX_ID = 2**63 - 1  # a Postgres bigint
 
 
 class Delivered:
@@ -80,7 +81,7 @@ def resume_cursor(request: web.Request) -> int | None:
         raw = request.query.get("last_event_id")
     if raw is None or not raw.strip():
         return None
-    if not _ID_RE.match(raw.strip()):
+    if not _ID_RE.match(raw.strip()) or int(raw.strip()) > _MAX_ID:
         raise json_error(web.HTTPBadRequest, "bad_last_event_id", "Last-Event-ID must be a message id")
     return int(raw.strip())
 

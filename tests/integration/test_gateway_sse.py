@@ -323,12 +323,16 @@ async def test_a_student_never_receives_another_students_messages(kit: Kit) -> N
     b.close()
 
 
-async def test_bad_cursor_is_refused(kit: Kit) -> None:
+async def test_bad_cursor_or_since_is_refused(kit: Kit) -> None:
     who = student()
-    response = await kit.http.get(f"{kit.base}/v1/students/{who}/stream",
-                                  params={"token": kit.token(who)}, headers={"Last-Event-ID": "abc"})
-    assert response.status == 400
-    assert (await response.json())["error"] == "bad_last_event_id"
+    url = f"{kit.base}/v1/students/{who}/stream"
+    for bad in ("abc", "-1", "1.5", str(2**63)):
+        async with kit.http.get(url, params={"token": kit.token(who)}, headers={"Last-Event-ID": bad}) as r:
+            assert r.status == 400, bad
+            assert (await r.json())["error"] == "bad_last_event_id"
+    async with kit.http.get(url, params={"token": kit.token(who), "since": "yesterday"}) as r:
+        assert r.status == 400
+        assert (await r.json())["error"] == "bad_since"
 
 
 async def test_a_slow_client_is_dropped_and_resumes_without_loss(
@@ -501,6 +505,9 @@ async def test_board_snapshot_and_live_triggers(kit: Kit) -> None:
     sent = await _store_trigger(kit, who, str(uuid.uuid4()))
     message_id = await kit.store(who, "Have you tried changing the turn angle?", trigger_id=sent.trigger_id,
                                  publish=False)
+    response_id = await kit.pool.fetchval("select response_id::text from chat.messages where id = $1",
+                                          message_id)
+    assert await repo_triggers.mark_acted(kit.pool, sent.trigger_id, response_id)
     response = await kit.http.get(f"{kit.base}/admin/board/stream", params={"admin_token": ADMIN})
     assert response.status == 200
     board = Stream(response)
@@ -509,6 +516,7 @@ async def test_board_snapshot_and_live_triggers(kit: Kit) -> None:
     assert rows[early.trigger_id]["status"] == "suppressed" and rows[early.trigger_id]["reason"] == "cooldown"
     assert rows[early.trigger_id]["evidence"]["zero_streak"] == 6
     assert rows[sent.trigger_id]["message"]["message_id"] == message_id
+    assert rows[sent.trigger_id]["status"] == "acted"
 
     live = await _store_trigger(kit, who, str(uuid.uuid4()))
     topic = kit.settings.topic
