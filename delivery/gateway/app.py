@@ -15,6 +15,7 @@ Routes (see docs/gateway.md):
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from aiohttp import web
@@ -83,7 +84,7 @@ def build_app(settings: Settings, *, with_clients: bool = True) -> web.Applicati
     return app
 
 
-def page(name: str):  # type: ignore[no-untyped-def]
+def page(name: str) -> Callable[[web.Request], Awaitable[web.FileResponse]]:
     """A handler serving one static HTML page with strict headers."""
     path = STATIC / name
 
