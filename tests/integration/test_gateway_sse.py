@@ -28,9 +28,12 @@ from delivery.db import create_pool
 from delivery.gateway import tokens
 from delivery.gateway.app import ConfigurationError, build_app
 from delivery.gateway.client import SseEvent, SseParser, events
+from delivery.repo import events as repo_events
 from delivery.repo import messages as repo_messages
 from delivery.repo import requests as repo_requests
 from delivery.repo import triggers as repo_triggers
+from tests.fakes.fixtures import fake_ollama  # noqa: F401 - a fixture
+from tests.fakes.ollama_server import FakeOllama
 from topology import topics as T
 from topology.kafka_admin import read_to_end
 from topology.schemas.analysis import TriggerEvidence, TriggerFired, TriggerType
@@ -412,6 +415,49 @@ async def test_admin_routes_need_the_admin_token(kit: Kit) -> None:
                                         json={"student_id": who, "session_id": "s1"}) as response:
                 assert response.status == 401, (path, headers, params)
                 assert (await response.json())["error"].startswith("admin_token")
+
+
+async def test_admin_tick_validation(kit: Kit) -> None:
+    auth = {"Authorization": f"Bearer {ADMIN}"}
+    for body, status, code in ((b"nope", 400, "invalid_json"), (b"[]", 400, "invalid_json"),
+                               (b'{"session_id": "s"}', 422, "student_id_invalid"),
+                               (b'{"student_id": "a", "session_id": 3}', 422, "session_id_invalid")):
+        async with kit.http.post(f"{kit.base}/admin/tick", data=body, headers=auth) as response:
+            assert response.status == status, body
+            assert (await response.json())["error"] == code
+
+
+async def test_admin_tick_detects_and_pushes_once(
+        stack: Settings, unique_prefix: str, fake_ollama: FakeOllama) -> None:  # noqa: F811
+    import streams.local
+
+    if not hasattr(streams.local, "evaluate_session"):
+        pytest.skip("this build has no session evaluation for the admin tick")
+    from streams.ingest import decode_line
+    from tests.e2e.telemetry import wheel_spin_lines
+
+    overrides = {"ollama_host": fake_ollama.url, "trigger_daemon_enabled": True, "nudge_cooldown_s": 0.0}
+    async with running_gateway(stack, unique_prefix, **overrides) as kit:
+        student_id, session = f"Tick-{uuid.uuid4().hex[:8]}", f"sess-{uuid.uuid4().hex[:6]}"
+        who = student_id.lower()
+        events = [decode_line(line) for line in wheel_spin_lines(student_id, session, now=time.time())]
+        assert await repo_events.store_events(kit.pool, events) == len(events)  # type: ignore[arg-type]
+        stream = await open_stream(kit, who, kit.token(who))
+        auth = {"Authorization": f"Bearer {ADMIN}"}
+        body = {"student_id": student_id, "session_id": session}
+        async with kit.http.post(f"{kit.base}/admin/tick", json=body, headers=auth) as response:
+            assert response.status == 200, await response.text()
+            first = await response.json()
+        assert [t["type"] for t in first["detected"]] == ["wheel_spin"]
+        assert len(first["pushed"]) == 1 and first["pushed"][0]["origin"] == "proactive"
+        [live] = await stream.messages(1)
+        assert live["message_id"] == first["pushed"][0]["message_id"] and live["badge"] == "Check-in"
+        async with kit.http.post(f"{kit.base}/admin/tick", json=body, headers=auth) as response:
+            again = await response.json()
+        assert [t["trigger_id"] for t in again["detected"]] == [t["trigger_id"] for t in first["detected"]]
+        assert again["pushed"] == []
+        assert await stream.quiet(1.0) == []
+        stream.close()
 
 
 def test_gateway_refuses_to_start_without_secrets(stack: Settings) -> None:
