@@ -215,27 +215,40 @@ def routing_key(line: bytes) -> str | None:
 
 
 class SeenIds:
-    """Accepted envelope ids of one student, bounded (oldest forgotten first).
+    """Accepted envelope ids of one student with the raw offset that carried
+    each, bounded (oldest forgotten first).
 
-    Ids of rejected lines are never remembered; the first copy of an id wins.
+    The same id at the same offset is a re-delivery of the record that was
+    accepted (after a crash), not a duplicate; ids of rejected lines are never
+    remembered; the first copy of an id wins.
     """
 
     __slots__ = ("_ids", "limit")
 
-    def __init__(self, ids: list[str] | None = None, limit: int = 20_000) -> None:
+    def __init__(self, ids: dict[str, int] | list[str] | None = None, limit: int = 20_000) -> None:
         self.limit = limit
-        self._ids: OrderedDict[str, None] = OrderedDict.fromkeys(ids or ())
+        if isinstance(ids, list):
+            ids = dict.fromkeys(ids, -1)
+        self._ids: OrderedDict[str, int] = OrderedDict(ids or {})
 
     def seen(self, event_id: str) -> bool:
         """True when ``event_id`` was accepted before."""
         return event_id in self._ids
 
-    def add(self, event_id: str) -> None:
+    def accepted_at(self, event_id: str) -> int | None:
+        """The raw offset that carried the accepted copy of ``event_id``."""
+        return self._ids.get(event_id)
+
+    def add(self, event_id: str, offset: int = -1) -> None:
         """Remember an accepted id, forgetting the oldest beyond the limit."""
-        self._ids[event_id] = None
+        self._ids[event_id] = offset
         while len(self._ids) > self.limit:
             self._ids.popitem(last=False)
 
+    def to_json(self) -> dict[str, int]:
+        """The ids and offsets, oldest first (for table storage)."""
+        return dict(self._ids)
+
     def to_list(self) -> list[str]:
-        """The ids, oldest first (for table storage)."""
+        """The ids, oldest first."""
         return list(self._ids)

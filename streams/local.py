@@ -16,6 +16,7 @@ from typing import Any
 from feedback.nudge import NudgeConfig
 from streams.config import EngineConfig
 from streams.engine import Output, StudentEngine
+from streams.partitioning import partition_for
 from streams.ingest import Rejected, SeenIds, decode_line, is_blank
 from streams.programs import DictProgramStore, Scorer
 from streams.state import StudentState
@@ -35,10 +36,16 @@ class LocalRun:
 class LocalAnalyzer:
     """Students' engines in one process, fed events in arrival order."""
 
-    def __init__(self, config: EngineConfig, scorer: Scorer, nudge: NudgeConfig | None = None) -> None:
-        self.config, self.scorer, self.nudge = config, scorer, nudge
+    def __init__(
+        self, config: EngineConfig, scorer: Scorer, nudge: NudgeConfig | None = None,
+        partitions: int | None = None,
+    ) -> None:
+        """``partitions``: emulate replay mode's per-partition event-time watermark
+        exactly as the worker does (None: students advance only by their own events)."""
+        self.config, self.scorer, self.nudge, self.partitions = config, scorer, nudge, partitions
         self.states: dict[str, StudentState] = {}
         self.programs: dict[str, DictProgramStore] = {}
+        self.watermarks: dict[int, float] = {}
 
     def engine(self, student_key: str) -> StudentEngine:
         state = self.states.setdefault(student_key, StudentState(student_key))
@@ -46,7 +53,24 @@ class LocalAnalyzer:
         return StudentEngine(state, self.config, self.scorer, store, self.nudge)
 
     def on_event(self, event: NormalizedEvent) -> list[Output]:
-        return self.engine(event.student_key).on_event(event)
+        out = self.engine(event.student_key).on_event(event)
+        if self.partitions:
+            out += self._follow_watermark(event)
+        return out
+
+    def _follow_watermark(self, event: NormalizedEvent) -> list[Output]:
+        assert self.partitions is not None
+        part = partition_for(event.student_key, self.partitions)
+        mark = self.watermarks[part] = max(event.ts, self.watermarks.get(part, event.ts))
+        out: list[Output] = []
+        for key in sorted(self.states):
+            if key == event.student_key or partition_for(key, self.partitions) != part:
+                continue
+            engine = self.engine(key)
+            due = engine.next_due(live=False)
+            if due is not None and due <= mark:
+                out += engine.advance(mark, inclusive=False)
+        return out
 
     def finish(self, horizon: float) -> list[Output]:
         """Advance every student to the horizon (inclusive) and close episodes."""
@@ -58,9 +82,10 @@ class LocalAnalyzer:
 
 def analyze_lines(
     lines: Iterable[bytes], config: EngineConfig, scorer: Scorer, nudge: NudgeConfig | None = None,
+    partitions: int | None = None,
 ) -> LocalRun:
-    """Ingest and analyze raw lines exactly as the pipeline does."""
-    run, analyzer = LocalRun(), LocalAnalyzer(config, scorer, nudge)
+    """Ingest and analyze raw lines exactly as the pipeline does (replay mode)."""
+    run, analyzer = LocalRun(), LocalAnalyzer(config, scorer, nudge, partitions)
     seen: dict[str, SeenIds] = {}
     rejected: Counter[str] = Counter()
     digest, total, blank = hashlib.sha256(), 0, 0

@@ -17,7 +17,7 @@ from streams.config import EngineConfig
 from streams.episodes import Segmenter
 from streams.runs import StretchCounters
 
-STATE_VERSION = 1
+STATE_VERSION = 2
 
 
 @dataclass(slots=True)
@@ -62,8 +62,9 @@ class StudentState:
 
     student_key: str
     partition: int = -1
-    last_offset: int = -1
-    """Offset (on the events topic) of the last applied event: re-deliveries are skipped."""
+    applied: dict[str, int] = field(default_factory=dict)
+    """Per raw partition, the raw offset of the last applied event: copies and
+    re-deliveries of an applied event are skipped (a student's raw offsets grow)."""
     last_ts: float | None = None
     last_session: str | None = None
     last_event_id: str | None = None
@@ -76,7 +77,7 @@ class StudentState:
     def to_bytes(self) -> bytes:
         """The table value."""
         return orjson.dumps({
-            "v": STATE_VERSION, "k": self.student_key, "p": self.partition, "o": self.last_offset,
+            "v": STATE_VERSION, "k": self.student_key, "p": self.partition, "o": self.applied,
             "t": self.last_ts, "ls": self.last_session, "le": self.last_event_id,
             "a": self.alerts_fired, "s": {sid: s.to_json() for sid, s in self.sessions.items()},
             "pol": self.policy,
@@ -85,10 +86,12 @@ class StudentState:
     @classmethod
     def from_bytes(cls, data: bytes, config: EngineConfig) -> StudentState:
         raw = orjson.loads(data)
+        if raw.get("v") == 1:
+            raw["o"] = {}  # version 1 kept the events offset; re-deliveries then are rare
         if raw.get("v") != STATE_VERSION:
             raise ValueError(f"student state version {raw.get('v')!r} is not {STATE_VERSION}")
         return cls(
-            student_key=raw["k"], partition=raw["p"], last_offset=raw["o"], last_ts=raw["t"],
+            student_key=raw["k"], partition=raw["p"], applied=raw["o"], last_ts=raw["t"],
             last_session=raw["ls"], last_event_id=raw["le"], alerts_fired=raw["a"],
             sessions={sid: SessionState.from_json(s, config) for sid, s in raw["s"].items()},
             policy=raw["pol"],

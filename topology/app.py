@@ -51,11 +51,16 @@ def _faust_app(settings: Settings) -> faust.App:
         table_standby_replicas=0,
         processing_guarantee="at_least_once",
         broker_commit_interval=settings.broker_commit_interval_s,
+        broker_session_timeout=settings.broker_session_timeout_s,
         consumer_auto_offset_reset="earliest",
         stream_recovery_delay=0.0,
-        stream_wait_empty=False,
+        stream_wait_empty=True,
         broker_max_poll_records=500,
-        producer_linger_ms=5,
+        # linger 0: records leave in the order they were produced (outputs before the
+        # state write that records them as done), so a crash never keeps the state of
+        # an event whose outputs were lost; batching still happens while a request
+        # is in flight.
+        producer_linger_ms=0,
         producer_max_batch_size=262144,
         consumer_metadata_max_age_ms=5000,
         producer_metadata_max_age_ms=5000,
@@ -77,7 +82,7 @@ def build_pipeline(settings: Settings, *, agents: bool = True) -> Pipeline:
     }
     tables = {
         name: app.Table(name, default=None, partitions=settings.topic_partitions,
-                        schema=faust.Schema(key_serializer="raw", value_serializer="raw"))
+                        key_type=bytes, value_type=bytes)
         for name in TABLES
     }
     pipeline = Pipeline(

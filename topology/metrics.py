@@ -33,6 +33,8 @@ class WorkerMetrics:
             buckets=_LATENCY_BUCKETS, registry=r)
         self.distance_seconds = Histogram(
             "vexnudge_run_distance_seconds", "Time to score one run", buckets=_LATENCY_BUCKETS, registry=r)
+        self.commit_gaps_healed = Counter(
+            "vexnudge_commit_gaps_healed_total", "Partitions re-read to unblock their commit", registry=r)
         self.students = Gauge("vexnudge_active_students", "Students with state on this worker", registry=r)
         self.lag = Gauge("vexnudge_consumer_lag", "Records behind the end of a topic", ["topic"], registry=r)
         self.nudges = Counter("vexnudge_nudges_total", "Nudge outcomes", ["status"], registry=r)

@@ -70,6 +70,8 @@ class Settings(BaseSettings):
     """CLOCK_MODE: ``live`` ticks with the wall clock, ``replay`` with event time."""
     ingest_dedupe_window: int = Field(512, ge=1)
     """INGEST_DEDUPE_WINDOW: accepted envelope ids remembered per student for duplicates."""
+    broker_session_timeout_s: float = Field(60.0, ge=6.0)
+    """BROKER_SESSION_TIMEOUT_S: a crashed worker's partitions move after this long."""
     broker_commit_interval_s: float = 1.0
     """BROKER_COMMIT_INTERVAL_S: how often consumed offsets are committed."""
 

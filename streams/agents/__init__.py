@@ -10,9 +10,11 @@ if TYPE_CHECKING:
 
 def register_all(pipeline: Pipeline) -> None:
     """Attach every agent, timer and web page to the pipeline's app."""
-    from streams.agents import analysis, clock, ingest, web
+    from streams.agents import analysis, clock, feedback, ingest, watchdog, web
 
     ingest.register(pipeline)
     analysis.register(pipeline)
+    feedback.register(pipeline)
     clock.register(pipeline)
     web.register(pipeline)
+    watchdog.register(pipeline)

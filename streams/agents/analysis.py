@@ -43,11 +43,11 @@ class TableProgramStore:
         self.table, self.prefix = table, student_key + "\x1f"
 
     def get(self, session_id: str) -> str | None:
-        raw = self.table.get(self.prefix + session_id)  # type: ignore[attr-defined]
+        raw = self.table.get((self.prefix + session_id).encode())  # type: ignore[attr-defined]
         return raw.decode() if raw else None
 
     def put(self, session_id: str, xml: str | None) -> None:
-        key = self.prefix + session_id
+        key = (self.prefix + session_id).encode()
         if xml is None:
             if self.table.get(key) is not None:  # type: ignore[attr-defined]
                 del self.table[key]  # type: ignore[attr-defined]
@@ -64,11 +64,11 @@ class Analysis:
         self.live = p.settings.clock_mode == "live"
         self.nudge = NudgeConfig.from_settings(p.settings)
         self.index = DueIndex()
-        self.watermark: dict[int, float] = {}
+        self.watermarks = p.tables["watermarks"]
 
     # -- state ----------------------------------------------------------------------
     def load(self, key: str) -> StudentState:
-        raw = self.students.get(key)
+        raw = self.students.get(key.encode())
         return StudentState.from_bytes(raw, self.p.config) if raw else StudentState(key)
 
     def engine_for(self, state: StudentState) -> StudentEngine:
@@ -78,13 +78,13 @@ class Analysis:
     def save(self, engine: StudentEngine, partition: int) -> None:
         state = engine.state
         state.partition = partition
-        self.students[state.student_key] = state.to_bytes()
+        self.students[state.student_key.encode()] = state.to_bytes()
         self.index.set(state.student_key, partition, engine.next_due(self.live))
 
     def drop(self, engine: StudentEngine) -> None:
         for session_id in list(engine.state.sessions):
             engine.programs.put(session_id, None)
-        del self.students[engine.state.student_key]
+        del self.students[engine.state.student_key.encode()]
         self.index.discard(engine.state.student_key)
 
     def load_partition(self, partition: int) -> None:
@@ -109,7 +109,8 @@ class Analysis:
     async def on_event(self, value: bytes, source: SourceRef) -> None:
         event = decode(NormalizedEvent, value)
         state = self.load(event.student_key)
-        if source.offset <= state.last_offset and source.partition == state.partition:
+        raw = event.source
+        if raw is not None and raw.offset <= state.applied.get(str(raw.partition), -1):
             self.p.metrics.duplicates_skipped.inc()
             return
         self.load_partition(source.partition)
@@ -118,15 +119,19 @@ class Analysis:
         outputs = engine.on_event(event)
         self.p.metrics.event_seconds.observe(time.perf_counter() - started)
         await self.emit(outputs, event.student_key)
-        state.last_offset = source.offset
+        if raw is not None:
+            state.applied[str(raw.partition)] = raw.offset
         self.save(engine, source.partition)
         if not self.live:
             await self.follow_watermark(source.partition, event.ts, event.student_key)
 
     async def follow_watermark(self, partition: int, ts: float, current: str) -> None:
         """Replay mode: advance this partition's other students to its event time."""
-        mark = max(ts, self.watermark.get(partition, ts))
-        self.watermark[partition] = mark
+        slot = f"p{partition}".encode()
+        stored = self.watermarks.get(slot)
+        mark = max(ts, float(stored) if stored else ts)
+        if stored is None or mark > float(stored):
+            self.watermarks[slot] = repr(mark).encode()
         for key in self.index.students_due(partition, mark):
             if key == current:
                 self.index.set(key, partition, self.engine_for(self.load(key)).next_due(False))
@@ -152,7 +157,7 @@ class Analysis:
 
     async def on_chat(self, value: bytes, source: SourceRef) -> None:
         chat = decode(ChatRequest, value)
-        raw = self.students.get(chat.student_key)
+        raw = self.students.get(chat.student_key.encode())
         state = StudentState.from_bytes(raw, self.p.config) if raw else None
         programs = TableProgramStore(self.programs, chat.student_key)
         await publish(self.p, answer_request(chat, state, programs), chat.student_key)

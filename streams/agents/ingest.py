@@ -42,16 +42,23 @@ def register(p: Pipeline) -> None:
             return
         out = decode_line(value, source)
         if isinstance(out, NormalizedEvent) and not out.event_id.startswith("h:"):
-            raw = seen_table.get(out.student_key)
+            raw = seen_table.get(out.student_key.encode())
             seen = SeenIds(orjson.loads(raw) if raw else None, limit=window)
-            if seen.seen(out.event_id):
+            first = seen.accepted_at(out.event_id)
+            if first == source.offset:
+                # a re-delivery of the record we accepted (the worker restarted before
+                # committing): publish again; the analysis drops the copy by its raw offset
+                p.metrics.duplicates_skipped.inc()
+                await publish(p, out, out.student_key)
+                return
+            if first is not None:
                 out = Rejected(RejectReason.DUPLICATE_ID,
                                f"envelope id {out.event_id} was already accepted for this student",
                                out.event_id, out.student_key, out.session_id)
             else:
-                seen.add(out.event_id)
+                seen.add(out.event_id, source.offset)
                 await publish(p, out, out.student_key)
-                seen_table[out.student_key] = orjson.dumps(seen.to_list())
+                seen_table[out.student_key.encode()] = orjson.dumps(seen.to_json())
                 p.metrics.ingest_accepted.inc()
                 return
         elif isinstance(out, NormalizedEvent):

@@ -19,7 +19,7 @@ def isolated(settings: Settings, prefix: str, **overrides: object) -> Settings:
 def start_worker(settings: Settings, clock: str = "replay", *extra: str) -> WorkerProcess:
     """A worker subprocess on the test's topics (fast commits)."""
     return WorkerProcess(settings.app_id, settings.topic_prefix, clock=clock,
-                         extra_args=["--commit-interval", "0.2", *extra]).start()
+                         extra_args=["--commit-interval", "0.2", "--session-timeout", "10", *extra]).start()
 
 
 async def read_values(settings: Settings, logical: Iterable[str]) -> dict[str, list[tuple[bytes | None, bytes]]]:

@@ -23,6 +23,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     parser.add_argument("--app-id", help="override APP_ID (the consumer group)")
     parser.add_argument("--topic-prefix", help="override TOPIC_PREFIX")
     parser.add_argument("--commit-interval", type=float, help="override BROKER_COMMIT_INTERVAL_S")
+    parser.add_argument("--session-timeout", type=float, help="override BROKER_SESSION_TIMEOUT_S")
+    parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                        help="override any setting, e.g. --set trigger_daemon_enabled=true")
     parser.add_argument("-l", "--loglevel", default="info", choices=["debug", "info", "warning", "error"])
     parser.set_defaults(handler=run)
 
@@ -31,12 +34,32 @@ def overrides(args: argparse.Namespace) -> dict[str, object]:
     """Settings fields set by flags."""
     pairs = {"clock_mode": args.clock, "worker_web_port": args.web_port,
              "worker_datadir": args.datadir, "app_id": args.app_id, "topic_prefix": args.topic_prefix,
-             "broker_commit_interval_s": args.commit_interval}
+             "broker_commit_interval_s": args.commit_interval,
+             "broker_session_timeout_s": args.session_timeout}
     return {k: v for k, v in pairs.items() if v is not None}
 
 
+def with_overrides(settings: Settings, args: argparse.Namespace) -> Settings:
+    """The settings with the flags applied (``--set`` values are validated)."""
+    extra: dict[str, str] = {}
+    for item in args.set:
+        name, sep, value = item.partition("=")
+        if not sep or name.strip().lower() not in Settings.model_fields:
+            raise ValueError(f"--set {item!r}: expected FIELD=VALUE with a known settings field")
+        extra[name.strip().lower()] = value
+    if extra:
+        from topology.settings import load_settings
+
+        settings = load_settings(**extra)
+    return settings.model_copy(update=overrides(args))
+
+
 def run(args: argparse.Namespace, settings: Settings) -> int:
-    settings = settings.model_copy(update=overrides(args))
+    try:
+        settings = with_overrides(settings, args)
+    except ValueError as exc:
+        print(f"vexnudge worker: {exc}", file=sys.stderr)
+        return 2
     from faust.worker import Worker
 
     from topology.app import build_pipeline

@@ -1,0 +1,188 @@
+"""The feedback stage in the worker: requests → Postgres outbox → model → ``vex.feedback``.
+
+For each :class:`FeedbackRequest` the agent first makes it durable in
+Postgres (a pending nudge, a suppressed nudge, or a stored question) and only
+then lets the record go; generation runs in the background, bounded by
+``LLM_CONCURRENCY``, so a slow model never stalls the partition.  A crash or a
+model outage leaves the row pending, and the retry timer finishes it later —
+a nudge is delayed, never lost, and its message id is derived from the
+trigger, so it is never sent twice.  The event-store agent writes normalized
+events to Postgres in batches (idempotent on the event id).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from streams.agents.emit import dead_letter_failure, publish
+from streams.agents.ingest import source_of
+from topology import topics as T
+from topology.app import Pipeline
+from topology.schemas import FeedbackMessage, FeedbackRequest, Lane, NormalizedEvent, NudgeOutcome, decode
+
+log = logging.getLogger("vexnudge.feedback")
+RETRY_INTERVAL_S = 5.0
+STORE_BATCH, STORE_WITHIN_S = 500, 0.5
+
+
+class Resources:
+    """The worker's Postgres pool, model client and feedback service (created once)."""
+
+    def __init__(self, p: Pipeline) -> None:
+        self.p = p
+        self._lock = asyncio.Lock()
+        self.pool: Any = None
+        self.llm: Any = None
+        self.service: Any = None
+        self.tasks: set[asyncio.Task[None]] = set()
+        self.slots = asyncio.Semaphore(p.settings.llm_concurrency)
+
+    async def ready(self) -> Any:
+        """The feedback service, creating the pool and the client on first use."""
+        async with self._lock:
+            if self.service is None:
+                from delivery.db import create_pool
+                from feedback.llm import OllamaClient
+                from feedback.service import FeedbackService
+
+                self.pool = await create_pool(self.p.settings)
+                self.llm = OllamaClient.from_settings(self.p.settings)
+                self.service = FeedbackService(self.pool, self.llm, self.p.settings, self.publish,
+                                               metrics=ServiceMetricsAdapter(self.p))
+        return self.service
+
+    def reset_if_broken(self) -> None:
+        """Forget a pool that was never created (a first start while Postgres was down)."""
+        if self.pool is None:
+            self.service = None
+
+    async def publish(self, record: FeedbackMessage | NudgeOutcome) -> None:
+        await publish(self.p, record, record.student_key)
+
+    async def close(self) -> None:
+        for task in list(self.tasks):
+            task.cancel()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+        if self.llm is not None:
+            await self.llm.aclose()
+        if self.pool is not None:
+            await self.pool.close()
+
+
+class ServiceMetricsAdapter:
+    """The service's metric callbacks onto the worker's Prometheus metrics."""
+
+    def __init__(self, p: Pipeline) -> None:
+        self.m = p.metrics
+
+    def model_call(self, seconds: float, *, ok: bool, error: str | None) -> None:
+        self.m.model_seconds.observe(seconds)
+        if not ok:
+            self.m.model_failures.labels(error or "error").inc()
+
+    def outcome(self, status: str, lane: Lane) -> None:
+        self.m.nudges.labels(status).inc()
+
+    def delivered(self, timing: Any) -> None:
+        self.m.nudge_seconds.observe(timing.service_s)
+
+
+async def accept(service: Any, request: FeedbackRequest) -> bool:
+    """Make the request durable; True when generation is still to do."""
+    from delivery.repo import outbox, triggers
+
+    if request.lane is Lane.PROACTIVE and request.decision == "suppress":
+        await service.handle(request)  # recorded with its reason; no model involved
+        return False
+    if request.lane is Lane.PROACTIVE:
+        await triggers.record_trigger(service.pool, request, status="pending")
+        return True
+    async with service.pool.acquire() as conn, conn.transaction():
+        await outbox.store_question(conn, request)
+    return True
+
+
+def register(p: Pipeline) -> None:
+    res = Resources(p)
+    p.extras["feedback"] = res
+
+    async def generate(request: FeedbackRequest) -> None:
+        try:
+            service = await res.ready()
+            await service.handle(request)
+        except Exception:  # noqa: BLE001 - the row stays pending; the retry timer finishes it
+            log.exception("feedback for %s failed; left pending for retry", request.request_id)
+        finally:
+            res.slots.release()
+
+    @p.app.agent(p.topic(T.FEEDBACK_REQUESTS), name="feedback")
+    async def feedback(stream):  # type: ignore[no-untyped-def]
+        async for event in stream.events():
+            message = event.message
+            p.metrics.records_in.labels(T.FEEDBACK_REQUESTS.name).inc()
+            try:
+                request = decode(FeedbackRequest, message.value or b"")
+            except Exception as exc:  # noqa: BLE001 - the stage edge: dead-letter and go on
+                await dead_letter_failure(p, "feedback", message.value, source_of(message), exc)
+                continue
+            if await accept_with_retry(res, request):
+                await res.slots.acquire()
+                task = asyncio.ensure_future(generate(request))
+                res.tasks.add(task)
+                task.add_done_callback(res.tasks.discard)
+
+    @p.app.timer(RETRY_INTERVAL_S)
+    async def retry_pending() -> None:
+        try:
+            report = await (await res.ready()).retry_pending()
+        except Exception:  # noqa: BLE001 - a database outage: try again next tick
+            log.exception("retrying pending feedback failed")
+            return
+        if report.delivered or report.failed or report.republished:
+            log.info("feedback retry: %s", report)
+
+    @p.app.agent(p.topic(T.EVENTS), name="event-store")
+    async def event_store(stream):  # type: ignore[no-untyped-def]
+        async for batch in stream.take(STORE_BATCH, within=STORE_WITHIN_S):
+            await store_with_retry(res, [decode(NormalizedEvent, value) for value in batch])
+
+    @p.app.on_before_shutdown.connect
+    async def _close(app: object, **kwargs: object) -> None:  # noqa: ARG001
+        await res.close()
+
+
+async def accept_with_retry(res: Resources, request: FeedbackRequest) -> bool:
+    """:func:`accept`, holding the stream while Postgres is unreachable (never dropping)."""
+    from feedback.errors import BadFeedbackRequest
+
+    delay = 0.5
+    while True:
+        try:
+            return await accept(await res.ready(), request)
+        except BadFeedbackRequest:
+            log.exception("feedback request %s cannot be acted on", request.request_id)
+            return False
+        except Exception:  # noqa: BLE001 - database outage: wait, then try again
+            log.exception("storing feedback request %s failed; retrying in %.1f s",
+                          request.request_id, delay)
+            res.reset_if_broken()
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 30.0)
+
+
+async def store_with_retry(res: Resources, events: list[NormalizedEvent]) -> None:
+    """Write a batch to the event store, retrying (never dropping) while the DB is down."""
+    from delivery.repo.events import store_events
+
+    delay = 0.5
+    while True:
+        try:
+            await res.ready()
+            await store_events(res.pool, events)
+            return
+        except Exception:  # noqa: BLE001 - hold the stream until the database is back
+            log.exception("event store write of %d events failed; retrying in %.1f s", len(events), delay)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 30.0)

@@ -1,0 +1,106 @@
+"""Fire once across crashes and scale-out: a worker killed with SIGKILL midway
+and restarted, and two workers in one group, each end with exactly the golden
+set of trigger ids — none missing, none extra."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+
+import pytest
+
+from streams.ids import trigger_id
+from streams.local import read_lines
+from tests.datafiles import SAMPLE_CLASSROOM, golden_for
+from tests.integration.pipeline import isolated, start_worker
+from topology.kafka_admin import committed_offsets, ensure_topics, wait_consumed
+from topology.producer import produce_lines
+from topology.replay import ReplayResult, collect_outputs, delete_topics, horizon_of, send_final_ticks
+from topology.settings import Settings
+
+pytestmark = pytest.mark.integration
+
+
+def golden_ids() -> set[str]:
+    golden = golden_for(SAMPLE_CLASSROOM)
+    ids = set()
+    for s in golden["sessions"]:
+        key = s["student_id"].strip().lower()
+        for t in s["triggers"]:
+            ids.add(trigger_id(key, s["session_id"], t["type"], t["run_index"]))
+        for a in s["inactive"]:
+            ids.add(trigger_id(key, s["session_id"], "inactive", idle_since_ts=a["idle_since_ts"], alert=a["alert"]))
+    return ids
+
+
+async def finish(settings: Settings, lines: list[bytes]) -> ReplayResult:
+    for topic in ("vex.telemetry.raw", "vex.events"):
+        await wait_consumed(settings, settings.app_id, settings.topic(topic), 180)
+    horizon = horizon_of(lines)
+    assert horizon is not None
+    await send_final_ticks(settings, horizon)
+    await wait_consumed(settings, settings.app_id, settings.topic("vex.clock"), 180)
+    result = ReplayResult()
+    await collect_outputs(settings, result)
+    return result
+
+
+async def events_committed(settings: Settings) -> int:
+    return sum((await committed_offsets(settings, settings.app_id, settings.topic("vex.events"))).values())
+
+
+def test_kill_9_midway_then_restart_fires_every_trigger_once(stack, unique_prefix) -> None:
+    settings = isolated(stack, unique_prefix)
+    lines = read_lines(SAMPLE_CLASSROOM.read_bytes())
+
+    async def scenario() -> tuple[ReplayResult, int]:
+        await ensure_topics(settings)
+        first = start_worker(settings)
+        producing = asyncio.ensure_future(produce_lines(settings, lines, rate=250))
+        deadline = time.monotonic() + 120
+        while await events_committed(settings) < len(lines) // 3:
+            assert first.alive and time.monotonic() < deadline, first.log_tail()
+            await asyncio.sleep(0.1)
+        first.kill()  # SIGKILL: no flush, no commit, no goodbye
+        killed_at = await events_committed(settings)
+        second = start_worker(settings)
+        try:
+            await producing
+            return await finish(settings, lines), killed_at
+        finally:
+            second.stop()
+
+    try:
+        result, killed_at = asyncio.run(scenario())
+    finally:
+        asyncio.run(delete_topics(settings))
+    assert 0 < killed_at < len(lines)
+    got = Counter(t.trigger_id for t in result.observed.triggers)
+    assert set(got) == golden_ids()
+
+
+def test_two_workers_in_one_group_together_give_the_single_worker_output(stack, unique_prefix) -> None:
+    settings = isolated(stack, unique_prefix)
+    lines = read_lines(SAMPLE_CLASSROOM.read_bytes())
+
+    async def scenario() -> ReplayResult:
+        await ensure_topics(settings)
+        workers = [start_worker(settings), start_worker(settings)]
+        try:
+            await asyncio.sleep(3)  # let both join before the data arrives
+            await produce_lines(settings, lines, rate=400)
+            return await finish(settings, lines)
+        finally:
+            for w in workers:
+                w.stop()
+
+    try:
+        result = asyncio.run(scenario())
+    finally:
+        asyncio.run(delete_topics(settings))
+    assert {t.trigger_id for t in result.observed.triggers} == golden_ids()
+    golden = golden_for(SAMPLE_CLASSROOM)
+    runs = {(r.session_id, r.run_index): r.edit_distance for r in result.observed.runs}
+    expected = {(s["session_id"], r["index"]): r["edit_distance"] for s in golden["sessions"] for r in s["runs"]}
+    assert runs == expected
