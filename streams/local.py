@@ -123,3 +123,42 @@ def read_lines(data: bytes) -> list[bytes]:
     if lines and lines[-1] == b"":
         lines.pop()
     return lines
+
+
+@dataclass
+class SessionEvaluation:
+    """One evaluation pass over a stored session: what fired and what to send."""
+
+    triggers: list[Any] = field(default_factory=list)
+    runs: list[Any] = field(default_factory=list)
+    requests: list[Any] = field(default_factory=list)
+
+
+def evaluate_session(
+    events: Iterable[NormalizedEvent], settings: Any, *, now: float | None = None,
+    scorer: Scorer | None = None,
+) -> SessionEvaluation:
+    """Run the engine and the nudge policy over one session's stored events.
+
+    The same cores as the stream, from a fresh state; the clock ends at ``now``
+    (the latest event when None), so inactive alerts up to then are included.
+    Every request carries an id derived from its trigger, so handing them to
+    the (idempotent) feedback service never repeats what the stream already sent.
+    """
+    from streams.scoring import TreeEditScorer
+
+    analyzer = LocalAnalyzer(EngineConfig.from_settings(settings),
+                             scorer or TreeEditScorer(max_blocks=settings.tree_edit_max_blocks),
+                             NudgeConfig.from_settings(settings))
+    result, last = SessionEvaluation(), None
+    outputs: list[Output] = []
+    for event in events:
+        outputs += analyzer.on_event(event)
+        last = event.ts if last is None else max(last, event.ts)
+    if last is not None:
+        outputs += analyzer.finish(now if now is not None else last)
+    observed = Observed()
+    for record in outputs:
+        observed.add(record)
+    result.triggers, result.runs, result.requests = observed.triggers, observed.runs, observed.requests
+    return result

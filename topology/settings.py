@@ -138,7 +138,7 @@ class Settings(BaseSettings):
     """FEEDBACK_RETRY_MAX_DELAY_S: the longest wait between two retries of one nudge or answer."""
 
     # --- Nudge policy ------------------------------------------------------------
-    nudge_cooldown_s: float = Field(90.0, ge=0)
+    nudge_cooldown_s: float = Field(180.0, ge=0)
     """NUDGE_COOLDOWN_S: minimum event-time gap between two proactive nudges to a student."""
     inactive_realert_nudge_cap: int = Field(1, ge=0)
     """INACTIVE_REALERT_NUDGE_CAP: re-alert nudges allowed per idle spell."""

@@ -103,3 +103,21 @@ def test_every_fire_of_the_samples_ends_as_exactly_one_request() -> None:
         per_run = Counter((r.student_key, r.session_id, r.trigger.run_index) for r in acted
                           if r.trigger.run_index is not None)
         assert max(per_run.values()) == 1  # at most one nudge per run
+
+
+def test_evaluate_session_reproduces_the_stream_for_one_stored_session() -> None:
+    from streams.local import evaluate_session
+    from tests.datafiles import FIXTURES
+    from topology.settings import load_settings
+
+    log = FIXTURES / "reference" / "07_partial_correctness_reassure_a.ndjson"
+    run = analyze_lines(read_lines(log.read_bytes()), EngineConfig(), TreeEditScorer())
+    events = run.observed.events
+    result = evaluate_session(events, load_settings(trigger_daemon_enabled=True))
+    assert [(t.type.value, t.run_index) for t in result.triggers] == \
+        [(t.type.value, t.run_index) for t in run.observed.triggers] == [("wheel_spin", 6)]
+    assert [(r.trigger.trigger_id, r.decision) for r in result.requests] == \
+        [(run.observed.triggers[0].trigger_id, "act")]
+    later = evaluate_session(events, load_settings(), now=events[-1].ts + 3600)
+    assert [t.alert for t in later.triggers if t.type.value == "inactive"] == [0, 1, 2, 3, 4, 5]
+    assert {r.decision for r in later.requests} == {"suppress"}  # the proactive lane is off
