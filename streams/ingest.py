@@ -18,6 +18,7 @@ from typing import Any
 import orjson
 
 from streams.timeutil import iso_utc
+from tree_edit import Unusable, WorkspaceStatus, workspace_xml
 from topology.schemas import NormalizedEvent, RejectReason, SourceRef
 
 _REQUIRED = (
@@ -120,23 +121,13 @@ def read_workspace(project: object) -> tuple[str, str | None]:
     (``no_project``, ``project_not_json``, ``project_not_object``,
     ``workspace_not_string``).  XML well-formedness is judged later.
     """
-    if project is None:
-        return RejectReason.NO_PROJECT.value, None
-    if isinstance(project, str):
-        if project.lstrip().startswith("<"):
-            return "ok", project
-        ok, decoded = _loads(project)
-        if not ok:
-            return RejectReason.PROJECT_NOT_JSON.value, None
-        project = decoded
-    if not isinstance(project, dict):
-        return RejectReason.PROJECT_NOT_OBJECT.value, None
-    workspace = project.get("workspace")
-    if workspace is None or (isinstance(workspace, str) and not workspace.strip()):
+    found = workspace_xml(project)
+    if isinstance(found, Unusable):
+        return found.reason.value, None
+    xml, status = found
+    if status is WorkspaceStatus.EMPTY:
         return "empty_workspace", None
-    if not isinstance(workspace, str):
-        return RejectReason.WORKSPACE_NOT_STRING.value, None
-    return "ok", workspace
+    return "ok", xml
 
 
 def _optional_str(value: object) -> str | None:

@@ -1,17 +1,18 @@
 """The engine's :class:`~streams.programs.Scorer`, backed by ``tree_edit``.
 
-Keeps a small LRU of parsed programs keyed by content digest, so the previous
-run's program is parsed once, and counts pairs refused by the size guard.
+Parses each program once (a small LRU of parsed programs keyed by content
+digest) and measures distances with the guarded, cached
+:class:`tree_edit.DistanceCalculator`; pairs refused by its guards (too many
+blocks, too costly) count as not comparable.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable
 
-from tree_edit.distance import distance as tree_distance
-from tree_edit.errors import NotComparable, WorkspaceError
-from tree_edit.parse import parse_workspace
-from tree_edit.tree import Tree, empty_tree
+from tree_edit import DistanceCalculator, NotComparable, Tree, WorkspaceError, parse_workspace
+from tree_edit.tree import empty_tree
 
 from streams.programs import ProgramInfo, UnusableWorkspace, digest
 
@@ -19,11 +20,19 @@ from streams.programs import ProgramInfo, UnusableWorkspace, digest
 class TreeEditScorer:
     """Parses and compares programs; ``max_blocks`` guards the distance."""
 
-    def __init__(self, max_blocks: int = 2000, cache_size: int = 256) -> None:
-        self.max_blocks = max_blocks
-        self.cache_size = cache_size
-        self.not_comparable = 0
+    def __init__(
+        self, max_blocks: int = 2000, cache_size: int = 4096, tree_cache_size: int = 256,
+        on_not_comparable: Callable[[NotComparable], None] | None = None,
+    ) -> None:
+        self.calculator = DistanceCalculator(cache_size=cache_size, max_blocks=max_blocks,
+                                             on_not_comparable=on_not_comparable)
+        self.tree_cache_size = tree_cache_size
         self._trees: OrderedDict[str, Tree] = OrderedDict()
+
+    @property
+    def not_comparable(self) -> int:
+        """Pairs refused by the guards so far."""
+        return self.calculator.stats.not_comparable
 
     def _tree(self, xml: str | None) -> Tree:
         if xml is None:
@@ -36,7 +45,7 @@ class TreeEditScorer:
             except WorkspaceError as exc:
                 raise UnusableWorkspace(exc.reason.value, exc.detail) from exc
             self._trees[key] = tree
-            while len(self._trees) > self.cache_size:
+            while len(self._trees) > self.tree_cache_size:
                 self._trees.popitem(last=False)
         else:
             self._trees.move_to_end(key)
@@ -48,13 +57,8 @@ class TreeEditScorer:
         return ProgramInfo(tree.n_blocks, tree.n_stacks, tree.label_tree_size)
 
     def distance(self, before: str | None, after: str | None) -> int | None:
-        """The distance, or None (counted) when a program is over the guard."""
-        a, b = self._tree(before), self._tree(after)
-        if max(a.n_blocks, b.n_blocks) > self.max_blocks:
-            self.not_comparable += 1
-            return None
+        """The distance, or None when the guards refuse the pair."""
         try:
-            return tree_distance(a, b)
+            return self.calculator.between(self._tree(before), self._tree(after))
         except NotComparable:
-            self.not_comparable += 1
             return None

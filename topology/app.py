@@ -85,10 +85,13 @@ def build_pipeline(settings: Settings, *, agents: bool = True) -> Pipeline:
                         key_type=bytes, value_type=bytes)
         for name in TABLES
     }
+    metrics = WorkerMetrics()
     pipeline = Pipeline(
-        settings=settings, app=app, topics=declared, tables=tables, metrics=WorkerMetrics(),
+        settings=settings, app=app, topics=declared, tables=tables, metrics=metrics,
         config=EngineConfig.from_settings(settings),
-        scorer=TreeEditScorer(max_blocks=settings.tree_edit_max_blocks),
+        scorer=TreeEditScorer(max_blocks=settings.tree_edit_max_blocks,
+                              cache_size=settings.tree_edit_cache_size,
+                              on_not_comparable=lambda _exc: metrics.not_comparable.inc()),
     )
     if agents:
         from streams.agents import register_all
