@@ -21,6 +21,8 @@ class WorkerProcess:
     clock: str = "live"
     web_port: int = 0
     extra_args: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    """Variables added to (or overriding) the inherited environment."""
     log_path: Path | None = None
     datadir: Path | None = None
     process: subprocess.Popen[bytes] | None = None
@@ -30,11 +32,14 @@ class WorkerProcess:
         """Launch the worker (inherits the environment, overrides by flags)."""
         self.datadir = self.datadir or Path(tempfile.mkdtemp(prefix=f"vexnudge-{self.app_id}-"))
         self.log_path = self.log_path or self.datadir / "worker.log"
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()
         cmd = [sys.executable, "-m", "topology.cli", "worker", "--app-id", self.app_id,
                "--topic-prefix", self.topic_prefix, "--clock", self.clock,
                "--web-port", str(self.web_port), "--datadir", str(self.datadir), *self.extra_args]
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self.process = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT,
+                                        env={**os.environ, **self.env} if self.env else None,
                                         start_new_session=True)
         return self
 
