@@ -46,7 +46,8 @@ class Settings(BaseSettings):
     """Every tunable of vexnudge.  Field ``foo_bar`` is read from ``FOO_BAR``."""
 
     model_config = SettingsConfigDict(
-        case_sensitive=False, frozen=True, extra="ignore", populate_by_name=True
+        case_sensitive=False, frozen=True, extra="ignore", populate_by_name=True,
+        use_attribute_docstrings=True,
     )
 
     # --- Kafka and the Faust app -------------------------------------------------
@@ -108,7 +109,7 @@ class Settings(BaseSettings):
     """TREE_EDIT_CACHE_SIZE: bounded cache of distances keyed by content hashes."""
 
     # --- PostgreSQL --------------------------------------------------------------
-    database_url: SecretStr = SecretStr("postgresql://vexnudge@127.0.0.1:55432/vexnudge")
+    database_url: SecretStr = SecretStr("postgresql://vexnudge@127.0.0.1:25432/vexnudge")
     """DATABASE_URL: the local stack's cluster by default (no password, loopback)."""
     db_pool_min_size: int = Field(1, ge=0)
     """DB_POOL_MIN_SIZE: connections the PostgreSQL pool keeps open."""
@@ -172,7 +173,7 @@ class Settings(BaseSettings):
     """CACHE_DIR: where fetched broker jars are cached across clones."""
     kafka_port: int = 9092
     """KAFKA_PORT: the local broker's client port (controller = port + 1)."""
-    postgres_port: int = 55432
+    postgres_port: int = 25432
     """POSTGRES_PORT: the local PostgreSQL cluster's port."""
     keep_stack: bool = False
     """KEEP_STACK: leave a stack that the tests (or scripts/test.sh) started running."""

@@ -19,6 +19,7 @@ from topology.schemas import (
     PauseDetected,
     RejectReason,
     RunScored,
+    SchemaError,
     SourceRef,
     TriggerFired,
 )
@@ -75,8 +76,9 @@ async def dead_letter_failure(
     log.error("%s failed on %s[%d]@%d: %s", stage, source.topic, source.partition, source.offset, exc)
     p.metrics.processing_errors.labels(stage).inc()
     text, encoding = original_text(data)
+    reason = RejectReason.SCHEMA_ERROR if isinstance(exc, SchemaError) else RejectReason.PROCESSING_ERROR
     record = DeadLetter(
-        reason=RejectReason.PROCESSING_ERROR, stage=stage,  # type: ignore[arg-type]
+        reason=reason, stage=stage,  # type: ignore[arg-type]
         detail=f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=3)}",
         original=text, original_encoding=encoding,  # type: ignore[arg-type]
         source=source, student_key=key, dead_lettered_at=time.time(),

@@ -28,6 +28,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "token",
     "gateway",
     "demo",
+    "settings_cmd",
 )
 
 
@@ -67,6 +68,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("vexnudge: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # output piped into `head` and the like
+        sys.stderr.close()
+        return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -90,7 +90,7 @@ def inspect(service: Service) -> ServiceState:
 def _busy_without_listener(service: Service, port: int) -> ServiceState:
     """Nobody listens, yet the port cannot be bound: client sockets use it as their local port.
 
-    Ports in the ephemeral range (32768-60999 by default, 55432 among them) are handed
+    Ports in the ephemeral range (32768-60999 by default) are handed
     to outgoing connections.  Closing ones (TIME_WAIT) go away within a minute, and
     ``up`` waits for them; a live connection is reported.
     """
