@@ -2,7 +2,8 @@
 
 The tick runs one evaluation pass for a (student, session) by hand: it loads
 the session's stored events, evaluates them with the pipeline's own engine
-and nudge policy (:func:`streams.local.evaluate_session`), and hands each
+and nudge policy up to the wall clock (:func:`streams.local.evaluate_session`;
+so an idle student's inactive alert is included), and hands each
 resulting feedback request to the feedback service, which is idempotent by
 trigger id.  It answers what it detected and what it pushed; ``pushed``
 holds only messages this call created, so a nudge the pipeline already sent
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import Any
 
 import orjson
@@ -39,23 +41,19 @@ async def tick(request: web.Request) -> web.Response:
     gw = request.app[GATEWAY]
     gw.auth.admin(request)
     student_id, session_id = await _tick_body(request)
-    try:
-        from streams.local import evaluate_session
-    except ImportError:
-        raise json_error(web.HTTPNotImplemented, "tick_unavailable",
-                         "this build has no session evaluation") from None
     from delivery.repo import events as repo_events
+    from streams.local import evaluate_session
 
     key = canonical_key(student_id)
     events = await repo_events.session_events(gw.need_pool(), key, session_id)
-    evaluation = evaluate_session(events, gw.settings)
+    evaluation = evaluate_session(events, gw.settings, now=time.time())
     service = await _service(gw)
     pushed: list[dict[str, Any]] = []
     for feedback_request in evaluation.requests:
         result = await service.handle(feedback_request)
         if result.generated and result.message is not None:
             pushed.append(_pushed(result.message))
-    detected = [to_jsonable(trigger) for trigger in evaluation.detected]
+    detected = [to_jsonable(trigger) for trigger in evaluation.triggers]
     log.info("admin tick %s/%s: %d events, %d detected, %d pushed",
              key, session_id, len(events), len(detected), len(pushed))
     return web.json_response({"student_key": key, "session_id": session_id, "events": len(events),
