@@ -104,3 +104,23 @@ def test_two_workers_in_one_group_together_give_the_single_worker_output(stack, 
     runs = {(r.session_id, r.run_index): r.edit_distance for r in result.observed.runs}
     expected = {(s["session_id"], r["index"]): r["edit_distance"] for s in golden["sessions"] for r in s["runs"]}
     assert runs == expected
+
+
+def test_rocksdb_store_gives_the_same_triggers(stack, unique_prefix) -> None:
+    settings = isolated(stack, unique_prefix)
+    lines = read_lines(SAMPLE_CLASSROOM.read_bytes())
+
+    async def scenario() -> ReplayResult:
+        await ensure_topics(settings)
+        worker = start_worker(settings, "replay", "--set", "worker_store=rocksdb://")
+        try:
+            await produce_lines(settings, lines)
+            return await finish(settings, lines)
+        finally:
+            worker.stop()
+
+    try:
+        result = asyncio.run(scenario())
+    finally:
+        asyncio.run(delete_topics(settings))
+    assert {t.trigger_id for t in result.observed.triggers} == golden_ids()
