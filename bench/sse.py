@@ -134,7 +134,8 @@ async def publish_all(settings: Settings, students: list[str], rate: float | Non
     topic = settings.topic(T.FEEDBACK.name)
     sent_at: dict[int, float] = {}
     try:
-        await _store(pool, f"warm-{uuid.uuid4().hex[:6]}", "warm-up")
+        warm = await _store(pool, f"warm-{uuid.uuid4().hex[:6]}", "warm-up")
+        await repo_messages.mark_published(pool, [warm.message_id])  # never to be swept and sent
         if go is not None:
             await go()
         start = time.monotonic()
@@ -152,6 +153,7 @@ async def publish_all(settings: Settings, students: list[str], rate: float | Non
             sent_at[record.message_id] = time.time()
             await producer.send(topic, encode(record), key=record.student_key.encode())
         await producer.flush()
+        await repo_messages.mark_published(pool, list(sent_at))
     finally:
         await producer.stop()
         await pool.close()

@@ -136,6 +136,7 @@ async def _store_nudge(settings: Settings, who: str, text: str, *, publish: bool
             key, topic = who.encode(), settings.topic
             await producer.send_and_wait(topic(T.TRIGGERS.name), encode(trigger), key=key)
             await producer.send_and_wait(topic(T.FEEDBACK.name), encode(row.to_feedback_message()), key=key)
+            await repo_messages.mark_published(pool, [stored.id])
             outcome = NudgeOutcome(trigger_id=trigger.trigger_id, trigger_type="wheel_spin", student_key=who,
                                    session_id="s-e2e", status="acted", message_id=stored.id,
                                    response_id=stored.response_id, at=time.time())

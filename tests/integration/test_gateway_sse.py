@@ -38,7 +38,7 @@ from topology import topics as T
 from topology.kafka_admin import read_to_end
 from topology.schemas.analysis import TriggerEvidence, TriggerFired, TriggerType
 from topology.schemas.base import decode, encode
-from topology.schemas.feedback import ChatRequest, FeedbackRequest, Lane, NudgeOutcome
+from topology.schemas.feedback import ChatRequest, FeedbackMessage, FeedbackRequest, Lane, NudgeOutcome
 from topology.settings import Settings
 
 pytestmark = pytest.mark.integration
@@ -67,14 +67,21 @@ class Kit:
         return tokens.issue(secret.encode(), student, ttl_s=ttl_s, now=now or time.time())
 
     async def store(self, student: str, text: str, *, origin: str = "proactive",
-                    trigger_id: str | None = None, publish: bool = True) -> int:
-        """Store an assistant message and (optionally) publish it like the worker does."""
+                    trigger_id: str | None = None, publish: bool = True,
+                    published_before: bool = False) -> int:
+        """Store an assistant message and publish it like the feedback service does.
+
+        ``publish=False``: not published now; ``published_before`` marks it as
+        handed over long ago (so no worker's sweeper publishes it again).
+        """
         stored = await repo_messages.insert_message(
             self.pool, response_id=str(uuid.uuid4()), student_key=student, session_id="s1",
             role="assistant", text=text, origin=origin, classes=["REASSURE"], model="template",
             trigger_id=trigger_id)
         if publish:
             await self.publish(stored.id)
+        elif published_before:
+            await repo_messages.mark_published(self.pool, [stored.id])
         return stored.id
 
     async def publish(self, message_id: int) -> None:
@@ -85,6 +92,7 @@ class Kit:
         await self.producer.send_and_wait(
             self.settings.topic(T.FEEDBACK.name), encode(message.to_feedback_message()),
             key=message.student_key.encode())
+        await repo_messages.mark_published(self.pool, [message_id])
 
 
 def student() -> str:
@@ -206,10 +214,8 @@ async def test_stream_headers_retry_and_heartbeats(kit: Kit) -> None:
 async def test_live_frames_carry_ids_and_student_safe_payload(kit: Kit) -> None:
     who = student()
     stream = await open_stream(kit, who, kit.token(who))
-    trigger_id = str(uuid.uuid4())
-    await _store_trigger(kit, who, trigger_id)
     sent_at = time.time()
-    mid = await kit.store(who, "Try changing one number at a time.", trigger_id=trigger_id)
+    _, mid = await _store_trigger(kit, who, str(uuid.uuid4()), message="Try changing one number at a time.")
     [got] = await stream.messages(1)
     assert got["id"] == str(mid) and got["message_id"] == mid
     assert got["event"] == "assistant_message"
@@ -260,7 +266,7 @@ async def test_resume_replays_exactly_the_missed_messages_in_order(kit: Kit) -> 
 async def test_messages_stored_during_the_replay_are_sent_exactly_once(kit: Kit) -> None:
     who = student()
     token = kit.token(who)
-    backlog = [await kit.store(who, f"old {i}", publish=False) for i in range(1200)]
+    backlog = [await kit.store(who, f"old {i}", publish=False, published_before=True) for i in range(1200)]
     response = await kit.http.get(f"{kit.base}/v1/students/{who}/stream",
                                   params={"token": token}, headers={"Last-Event-ID": "0"})
     stream = Stream(response)
@@ -300,7 +306,7 @@ async def test_every_replica_delivers_and_resumes_any_student(
 
 async def test_since_returns_history_then_live(kit: Kit) -> None:
     who = student()
-    old = await kit.store(who, "earlier today", publish=False)
+    old = await kit.store(who, "earlier today", publish=False, published_before=True)
     stream = await open_stream(kit, who, kit.token(who), query={"since": str(time.time() - 3600)})
     assert [int(e.id) for e in stream.received if e.id] == [old]
     stream.close()
@@ -525,31 +531,39 @@ async def test_question_is_stored_published_and_echoed(kit: Kit) -> None:
 # --- teacher board, health, metrics --------------------------------------------------
 
 
-async def _store_trigger(kit: Kit, who: str, trigger_id: str, *, status: str = "pending",
-                         reason: str | None = None) -> TriggerFired:
-    trigger = TriggerFired(
+def _trigger(who: str, trigger_id: str) -> TriggerFired:
+    return TriggerFired(
         trigger_id=trigger_id, type=TriggerType.WHEEL_SPIN, student_key=who, student_id=who,
         session_id="s1", run_index=int(uuid.UUID(trigger_id).int % 10_000), alert=None,
         ts=time.time(), timestamp="2026-01-01T00:00:00Z", playground="GO-Mars", event_id="42",
         detail="6 identical reruns",
         evidence=TriggerEvidence(recent_distances=[3, 0, 0, 0, 0, 0, 0], zero_streak=6, threshold=6))
+
+
+async def _store_trigger(kit: Kit, who: str, trigger_id: str, *, reason: str | None = None,
+                         message: str | None = None) -> tuple[TriggerFired, int | None]:
+    """A stored fire as the service leaves it: suppressed (``reason``), or acted with ``message``."""
+    trigger = _trigger(who, trigger_id)
     request = FeedbackRequest(
         request_id=str(uuid.uuid4()), lane=Lane.PROACTIVE, student_key=who, student_id=who,
         session_id="s1", playground="GO-Mars", ts=trigger.ts, trigger=trigger,
-        decision="act" if status != "suppressed" else "suppress", suppress_reason=reason)
-    assert await repo_triggers.record_trigger(kit.pool, request, status=status, reason=reason)  # type: ignore[arg-type]
-    return trigger
+        decision="suppress" if reason else "act", suppress_reason=reason)
+    status = "suppressed" if reason else "pending"
+    assert await repo_triggers.record_trigger(kit.pool, request, status=status, reason=reason)
+    if message is None:
+        return trigger, None
+    message_id = await kit.store(who, message, trigger_id=trigger_id)
+    response_id = await kit.pool.fetchval("select response_id::text from chat.messages where id = $1",
+                                          message_id)
+    assert await repo_triggers.mark_acted(kit.pool, trigger_id, response_id)
+    return trigger, message_id
 
 
 async def test_board_snapshot_and_live_triggers(kit: Kit) -> None:
     who = student()
-    early = await _store_trigger(kit, who, str(uuid.uuid4()), status="suppressed", reason="cooldown")
-    sent = await _store_trigger(kit, who, str(uuid.uuid4()))
-    message_id = await kit.store(who, "Have you tried changing the turn angle?", trigger_id=sent.trigger_id,
-                                 publish=False)
-    response_id = await kit.pool.fetchval("select response_id::text from chat.messages where id = $1",
-                                          message_id)
-    assert await repo_triggers.mark_acted(kit.pool, sent.trigger_id, response_id)
+    early, _ = await _store_trigger(kit, who, str(uuid.uuid4()), reason="cooldown")
+    sent, message_id = await _store_trigger(kit, who, str(uuid.uuid4()),
+                                            message="Have you tried changing the turn angle?")
     response = await kit.http.get(f"{kit.base}/admin/board/stream", params={"admin_token": ADMIN})
     assert response.status == 200
     board = Stream(response)
@@ -560,7 +574,7 @@ async def test_board_snapshot_and_live_triggers(kit: Kit) -> None:
     assert rows[sent.trigger_id]["message"]["message_id"] == message_id
     assert rows[sent.trigger_id]["status"] == "acted"
 
-    live = await _store_trigger(kit, who, str(uuid.uuid4()))
+    live = _trigger(who, str(uuid.uuid4()))  # only published: the board shows it before any row
     topic = kit.settings.topic
     await kit.producer.send_and_wait(topic(T.TRIGGERS.name), encode(live), key=who.encode())
     got = (await board.until(lambda e: e.event == "trigger")).json()
@@ -573,7 +587,12 @@ async def test_board_snapshot_and_live_triggers(kit: Kit) -> None:
     got = (await board.until(lambda e: e.event == "outcome")).json()
     assert got["trigger_id"] == live.trigger_id and got["reason"] == "cooldown"
 
-    nudge_id = await kit.store(who, "A nudge", trigger_id=live.trigger_id)
+    nudge_id = 10**12 + uuid.uuid4().int % 10**6  # a record only: the live trigger has no row
+    nudge = FeedbackMessage(message_id=nudge_id, response_id=str(uuid.uuid4()), student_key=who,
+                            session_id="s1", role="assistant", origin=Lane.PROACTIVE, text="A nudge",
+                            feedback_classes=["REASSURE"], model="template", trigger_id=live.trigger_id,
+                            trigger_type="wheel_spin", created_at=time.time())
+    await kit.producer.send_and_wait(topic(T.FEEDBACK.name), encode(nudge), key=who.encode())
     got = (await board.until(lambda e: e.event == "nudge")).json()
     assert got["message_id"] == nudge_id and got["trigger_id"] == live.trigger_id
     assert got["feedback_classes"] == ["REASSURE"]
