@@ -39,6 +39,8 @@ from topology.schemas import (
 Output = RunScored | TriggerFired | EpisodeClosed | PauseDetected | DeadLetter | FeedbackRequest
 
 _RUN = "runProject"
+#: Soft events that stop a running program (they do not end the RUN episode).
+RUN_STOPPERS = frozenset({"playgroundReset", "playgroundClosed"})
 
 
 class StudentEngine:
@@ -86,6 +88,10 @@ class StudentEngine:
         if st.last_ts is None or event.ts >= st.last_ts:
             st.last_ts, st.last_session, st.last_event_id = event.ts, event.session_id, event.event_id
             st.alerts_fired = 0
+        if event.event_type == _RUN:
+            session.run_stopped = False
+        elif event.event_type in RUN_STOPPERS:
+            session.run_stopped = True
         if event.error_message:
             session.last_error = event.error_message
         session.metric_events.append(MetricEvent.from_fields(

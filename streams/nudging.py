@@ -31,7 +31,7 @@ def session_metrics(session: SessionState) -> SessionMetrics:
         run_count=sum(1 for e in events if e.event_type == "runProject"),
         post_run_pause_count=session.post_run_pauses,
         inactive_pause_count=session.inactive_pauses,
-        run_in_progress=session.segmenter.run_open,
+        run_in_progress=session.run_in_progress,
     )
 
 
@@ -56,7 +56,7 @@ def apply_policy(
     """Decide ``fires`` (and release a held fire whose run ended); update the state."""
     out = [_proactive(f, state, programs, act=False, reason=RESOLVED) for f in resolved]
     latest = state.sessions.get(state.last_session or "")
-    running = latest is not None and latest.segmenter.run_open
+    running = latest is not None and latest.run_in_progress
     policy = NudgeState.from_json(state.policy)
     if not fires and policy.held is None:
         return out
@@ -85,7 +85,7 @@ def answer_request(chat: ChatRequest, state: StudentState | None, programs: Prog
     if session is None or session_id is None:
         return FeedbackRequest(playground=None, canned="no_session", **base)
     playground = session.run_playground
-    if session.segmenter.run_open:
+    if session.run_in_progress:
         return FeedbackRequest(playground=playground, canned="run_in_progress", **base)
     program = programs.get(session_id) if programs is not None else None
     return FeedbackRequest(playground=playground, metrics=session_metrics(session), program_xml=program, **base)

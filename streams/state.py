@@ -36,6 +36,14 @@ class SessionState:
     last_error: str | None = None
     metric_events: list[list[Any]] = field(default_factory=list)
     latest_project_digest: str | None = None
+    run_stopped: bool = False
+    """The open run was stopped by a playground reset or close (the robot is idle)."""
+
+    @property
+    def run_in_progress(self) -> bool:
+        """The student's latest run has not ended: no ``projectEnd``, no other
+        action, no reset of the playground since it started."""
+        return self.segmenter.run_open and not self.run_stopped
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -43,6 +51,7 @@ class SessionState:
             "pg": self.run_playground, "hp": self.has_prev_run, "pd": self.prev_digest,
             "c": self.counters.to_json(), "prp": self.post_run_pauses, "ip": self.inactive_pauses,
             "err": self.last_error, "me": self.metric_events, "lpd": self.latest_project_digest,
+            "rs": self.run_stopped,
         }
 
     @classmethod
@@ -53,6 +62,7 @@ class SessionState:
             prev_digest=raw["pd"], counters=StretchCounters.from_json(raw["c"]),
             post_run_pauses=raw["prp"], inactive_pauses=raw["ip"], last_error=raw["err"],
             metric_events=raw["me"], latest_project_digest=raw["lpd"],
+            run_stopped=raw.get("rs", False),
         )
 
 

@@ -121,3 +121,15 @@ def test_evaluate_session_reproduces_the_stream_for_one_stored_session() -> None
     later = evaluate_session(events, load_settings(), now=events[-1].ts + 3600)
     assert [t.alert for t in later.triggers if t.type.value == "inactive"] == [0, 1, 2, 3, 4, 5]
     assert {r.decision for r in later.requests} == {"suppress"}  # the proactive lane is off
+
+
+def test_a_playground_reset_stops_the_run_and_releases_the_held_nudge() -> None:
+    eng = engine(ON)
+    for e in wheel_spin_session(with_ends=False)[:-1]:
+        eng.on_event(e)
+    assert requests(eng.on_event(ev(200, "runProject", xml="same:0"))) == []  # held: running
+    assert eng.state.sessions["s1"].run_in_progress
+    released = requests(eng.on_event(ev(205, "playgroundReset")))
+    assert [(r.trigger.type.value, r.decision) for r in released] == [("wheel_spin", "act")]
+    assert not eng.state.sessions["s1"].run_in_progress
+    assert eng.state.sessions["s1"].segmenter.run_open  # the RUN episode itself goes on
