@@ -117,23 +117,11 @@ def pair_answer(calc: DistanceCalculator, raw: bytes) -> dict[str, int | str]:
     """``{"distance": n}`` or ``{"error": reason}`` for one input line."""
     from tree_edit import NotComparable, WorkspaceError
 
-    try:
-        line = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return {"error": "invalid_utf8"}
-    if not line.strip():
-        return {"error": "empty_line"}
-    try:
-        pair = json.loads(line)
-    except (ValueError, RecursionError):
-        return {"error": "invalid_json"}
-    if not isinstance(pair, dict):
-        return {"error": "not_an_object"}
-    for side in ("a", "b"):
-        if pair.get(side) is None:
-            return {"error": f"missing_{side}"}
-        if not isinstance(pair[side], str):
-            return {"error": f"{side}_not_string"}
+    from topology.cli.jsonl import read_record
+
+    pair = read_record(raw, ("a", "b"))
+    if isinstance(pair, str):
+        return {"error": pair}
     try:
         return {"distance": calc.between_xml(pair["a"], pair["b"])}
     except WorkspaceError as exc:

@@ -71,23 +71,11 @@ def sanitize_lines(lines: Iterable[bytes], out: TextIO, *, trim: bool = True) ->
 def line_answer(raw: bytes, *, trim: bool = True) -> dict[str, str]:
     """``{"text": cleaned}`` or ``{"error": reason}`` for one input line."""
     from feedback.sanitize import clean_reply
+    from topology.cli.jsonl import read_record
 
-    try:
-        line = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return {"error": "invalid_utf8"}
-    if not line.strip():
-        return {"error": "empty_line"}
-    try:
-        record = json.loads(line)
-    except (ValueError, RecursionError):
-        return {"error": "invalid_json"}
-    if not isinstance(record, dict):
-        return {"error": "not_an_object"}
-    if record.get("text") is None:
-        return {"error": "missing_text"}
-    if not isinstance(record["text"], str):
-        return {"error": "text_not_string"}
+    record = read_record(raw, ("text",))
+    if isinstance(record, str):
+        return {"error": record}
     return {"text": clean_reply(record["text"], trim=trim)}
 
 
