@@ -173,11 +173,14 @@ class StudentEngine:
 
         Fires due inactive alerts (``<= now`` when ``inclusive``), closes
         episodes that no later event can join (all of them when ``final``).
+        A student idle past the recency window gets no alerts at all (its
+        open episodes close; the caller then drops the state).
         """
-        alerts = self._alerts(now, inclusive=inclusive, trailing=True)
+        expired = self.expired(now)
+        alerts = [] if expired else self._alerts(now, inclusive=inclusive, trailing=True)
         out: list[Output] = list(alerts)
         for session_id, session in self.state.sessions.items():
-            if final or session.segmenter.idle_closes(now):
+            if final or expired or session.segmenter.idle_closes(now):
                 for segment in session.segmenter.close():
                     out.append(self._segment_record(session_id, session, segment))
         return out + self._requests(alerts, now)

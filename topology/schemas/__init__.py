@@ -6,7 +6,14 @@ decoded with :func:`encode` / :func:`decode`.  See ``docs/topics.md``.
 """
 
 from topology.schemas.base import SchemaError, decode, encode
-from topology.schemas.events import DeadLetter, NormalizedEvent, RejectReason, SourceRef
+from topology.schemas.events import (
+    DeadLetter,
+    NormalizedEvent,
+    RawEnvelope,
+    RawPayload,
+    RejectReason,
+    SourceRef,
+)
 from topology.schemas.analysis import (
     ClockTick,
     EpisodeClosed,
@@ -27,6 +34,8 @@ __all__ = [
     "NormalizedEvent",
     "PauseDetected",
     "PauseType",
+    "RawEnvelope",
+    "RawPayload",
     "RejectReason",
     "RunScored",
     "SchemaError",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from topology.schemas.base import Record
 
@@ -36,6 +36,44 @@ class RejectReason(StrEnum):
     NOT_COMPARABLE = "not_comparable"
     PROCESSING_ERROR = "processing_error"
     SCHEMA_ERROR = "schema_error"
+
+
+class RawEnvelope(BaseModel):
+    """The raw telemetry envelope on ``vex.telemetry.raw`` (format version 1).
+
+    Documentation of what producers send; ingest does NOT validate lines with
+    this model (it applies the normative checks in order, so each bad line gets
+    its exact reason).  Unknown keys are allowed; the production API's
+    misspelling ``recieved_at`` is accepted for ``received_at``.
+    """
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    id: int | str | None = None
+    eventType: str | None = None  # noqa: N815 - the wire name
+    classCode: str | None = None  # noqa: N815
+    studentID: str | None = None  # noqa: N815
+    project: str | dict[str, Any] | None = None
+    raw_message: str | dict[str, Any] | None = Field(
+        default=None, description="the payload: a JSON string (or an object)")
+    received_at: str | None = Field(default=None, alias="recieved_at")
+
+
+class RawPayload(BaseModel):
+    """The decoded ``raw_message``: the event itself (format version 1)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    eventType: str  # noqa: N815
+    studentID: str  # noqa: N815
+    sessionID: str  # noqa: N815
+    timestamp: str
+    playground: str | None = None
+    project: str | dict[str, Any] | None = None
+    playgroundData: str | dict[str, Any] | None = None  # noqa: N815
+    blockEventData: str | dict[str, Any] | None = None  # noqa: N815
+    errorMessage: str | None = None  # noqa: N815
+    classCode: str | None = None  # noqa: N815
 
 
 class SourceRef(Record):

@@ -131,7 +131,8 @@ def test_clock_advance_fires_trailing_alerts_inclusive() -> None:
 def test_alerts_stop_after_the_recency_window() -> None:
     eng = engine(recency_s=1000.0)
     feed(eng, [ev(0)])
-    assert [a.alert for a in alerts(eng.advance(T0 + 10_000))] == [0, 1]  # 240 s, 840 s; 1440 s is past
+    assert [a.alert for a in alerts(eng.advance(T0 + 900))] == [0, 1]  # 240 s, 840 s
+    assert alerts(eng.advance(T0 + 10_000)) == []  # 1440 s is past the window
     assert eng.expired(T0 + 1001) and not eng.expired(T0 + 999)
 
 
@@ -187,3 +188,11 @@ def test_not_comparable_pair_scores_null_and_changes_nothing() -> None:
     scored = [o for o in out if isinstance(o, RunScored)]
     assert [(r.edit_distance, r.comparable) for r in scored][3] == (None, False)
     assert fires(out) == [("iterative", 7)]  # the null run neither counted nor reset
+
+
+def test_a_student_idle_past_the_recency_window_gets_no_alerts() -> None:
+    eng = engine(recency_s=3600.0)
+    feed(eng, [ev(0, "blockCreated")])
+    out = eng.advance(T0 + 7200)
+    assert alerts(out) == [] and eng.expired(T0 + 7200)
+    assert [o.type.value for o in out if isinstance(o, EpisodeClosed)] == ["CODE"]

@@ -149,3 +149,17 @@ def test_seen_ids_are_bounded_oldest_first() -> None:
         ids.add(eid)
     assert not ids.seen("1") and ids.seen("2") and ids.seen("3")
     assert SeenIds(ids.to_list()).to_list() == ["2", "3"]
+
+
+def test_every_accepted_fixture_line_fits_the_documented_raw_schema() -> None:
+    from topology.schemas import RawEnvelope, RawPayload
+
+    for path in all_logs():
+        results, _ = run_file(path)
+        lines = path.read_bytes().split(b"\n")
+        for number, out in results.items():
+            if isinstance(out, NormalizedEvent):
+                envelope = RawEnvelope.model_validate_json(lines[number - 1])
+                raw = envelope.raw_message
+                payload = RawPayload.model_validate_json(raw) if isinstance(raw, str) else RawPayload.model_validate(raw or envelope.model_dump())
+                assert payload.eventType == out.event_type
