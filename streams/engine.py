@@ -17,7 +17,15 @@ from feedback.nudge import NudgeConfig
 from streams.episodes import Episode, Pause, Segment, Segmenter
 from streams.ids import trigger_id
 from streams.metrics import MetricEvent
-from streams.programs import ProgramInfo, ProgramStore, Scorer, UnusableWorkspace, digest
+from streams.programs import (
+    DictMetricLog,
+    MetricLog,
+    ProgramInfo,
+    ProgramStore,
+    Scorer,
+    UnusableWorkspace,
+    digest,
+)
 from streams.runs import Fire, StretchCounters, score_run
 from streams.nudging import apply_policy
 from streams.state import SessionState, StudentState
@@ -48,10 +56,11 @@ class StudentEngine:
 
     def __init__(
         self, state: StudentState, config: EngineConfig, scorer: Scorer, programs: ProgramStore,
-        nudge: NudgeConfig | None = None,
+        nudge: NudgeConfig | None = None, metrics: MetricLog | None = None,
     ) -> None:
         self.state, self.config, self.scorer, self.programs = state, config, scorer, programs
         self.nudge = nudge
+        self.metrics: MetricLog = metrics if metrics is not None else DictMetricLog(config.max_metric_events)
         """Nudge policy; None = detect only, no feedback requests at all."""
 
     # -- events -------------------------------------------------------------------
@@ -73,8 +82,8 @@ class StudentEngine:
     ) -> list[Output]:
         if self.nudge is None:
             return []
-        return list(apply_policy(fires, self.state, self.programs, self.nudge, now=now,
-                                 resolved=resolved or ()))
+        return list(apply_policy(fires, self.state, self.programs, self.metrics, self.nudge,
+                                 now=now, resolved=resolved or ()))
 
     def _session(self, event: NormalizedEvent) -> SessionState:
         session = self.state.sessions.get(event.session_id)
@@ -94,11 +103,12 @@ class StudentEngine:
             session.run_stopped = True
         if event.error_message:
             session.last_error = event.error_message
-        session.metric_events.append(MetricEvent.from_fields(
+        record = MetricEvent.from_fields(
             ts=event.ts, event_type=event.event_type, playground=event.playground,
             playground_params=event.playground_params, block_event=event.block_event,
-            error_message=event.error_message).to_json())
-        del session.metric_events[: -self.config.max_metric_events]
+            error_message=event.error_message).to_json()
+        self.metrics.append(event.session_id, session.metric_count, record)
+        session.metric_count += 1
 
     # -- runs ---------------------------------------------------------------------
     def _run(self, event: NormalizedEvent, session: SessionState) -> list[Output]:
@@ -205,6 +215,7 @@ class StudentEngine:
                  if sid != self.state.last_session and s.segmenter.last_ts is not None
                  and now - s.segmenter.last_ts > self.config.recency_s]
         for sid in stale:
+            self.metrics.drop(sid, self.state.sessions[sid].metric_count)
             del self.state.sessions[sid]
             self.programs.put(sid, None)
         return stale

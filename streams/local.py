@@ -18,7 +18,7 @@ from streams.config import EngineConfig
 from streams.engine import Output, StudentEngine
 from streams.partitioning import partition_for
 from streams.ingest import Rejected, SeenIds, decode_line, is_blank
-from streams.programs import DictProgramStore, Scorer
+from streams.programs import DictMetricLog, DictProgramStore, Scorer
 from streams.state import StudentState
 from streams.summary import Observed
 from topology.schemas import NormalizedEvent, RejectReason
@@ -45,12 +45,14 @@ class LocalAnalyzer:
         self.config, self.scorer, self.nudge, self.partitions = config, scorer, nudge, partitions
         self.states: dict[str, StudentState] = {}
         self.programs: dict[str, DictProgramStore] = {}
+        self.metric_logs: dict[str, DictMetricLog] = {}
         self.watermarks: dict[int, float] = {}
 
     def engine(self, student_key: str) -> StudentEngine:
         state = self.states.setdefault(student_key, StudentState(student_key))
         store = self.programs.setdefault(student_key, DictProgramStore())
-        return StudentEngine(state, self.config, self.scorer, store, self.nudge)
+        log = self.metric_logs.setdefault(student_key, DictMetricLog(self.config.max_metric_events))
+        return StudentEngine(state, self.config, self.scorer, store, self.nudge, log)
 
     def on_event(self, event: NormalizedEvent) -> list[Output]:
         out = self.engine(event.student_key).on_event(event)

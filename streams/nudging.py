@@ -16,16 +16,16 @@ from collections.abc import Sequence
 from feedback.nudge import NudgeConfig, NudgeState, Verdict, decide
 from streams.ids import derived_id
 from streams.metrics import MetricEvent, compute_metrics
-from streams.programs import ProgramStore
+from streams.programs import MetricLog, ProgramStore
 from streams.state import SessionState, StudentState
 from topology.schemas import ChatRequest, FeedbackRequest, Lane, SessionMetrics, TriggerFired
 
 RESOLVED = "resolved"
 
 
-def session_metrics(session: SessionState) -> SessionMetrics:
+def session_metrics(session_id: str, session: SessionState, log: MetricLog, keep: int = 400) -> SessionMetrics:
     """The measurements of a session as of now."""
-    events = [MetricEvent.from_json(raw) for raw in session.metric_events]
+    events = [MetricEvent.from_json(raw) for raw in log.load(session_id, session.metric_count, keep)]
     return compute_metrics(
         events,
         run_count=sum(1 for e in events if e.event_type == "runProject"),
@@ -36,10 +36,11 @@ def session_metrics(session: SessionState) -> SessionMetrics:
 
 
 def _proactive(
-    fire: TriggerFired, state: StudentState, programs: ProgramStore, *, act: bool, reason: str | None,
+    fire: TriggerFired, state: StudentState, programs: ProgramStore, log: MetricLog, *,
+    act: bool, reason: str | None,
 ) -> FeedbackRequest:
     session = state.sessions.get(fire.session_id)
-    metrics = session_metrics(session) if act and session is not None else None
+    metrics = session_metrics(fire.session_id, session, log) if act and session is not None else None
     return FeedbackRequest(
         request_id=derived_id("feedback", fire.trigger_id), lane=Lane.PROACTIVE,
         student_key=fire.student_key, student_id=fire.student_id, session_id=fire.session_id,
@@ -50,11 +51,11 @@ def _proactive(
 
 
 def apply_policy(
-    fires: Sequence[TriggerFired], state: StudentState, programs: ProgramStore,
+    fires: Sequence[TriggerFired], state: StudentState, programs: ProgramStore, log: MetricLog,
     config: NudgeConfig, *, now: float, resolved: Sequence[TriggerFired] = (),
 ) -> list[FeedbackRequest]:
     """Decide ``fires`` (and release a held fire whose run ended); update the state."""
-    out = [_proactive(f, state, programs, act=False, reason=RESOLVED) for f in resolved]
+    out = [_proactive(f, state, programs, log, act=False, reason=RESOLVED) for f in resolved]
     latest = state.sessions.get(state.last_session or "")
     running = latest is not None and latest.run_in_progress
     policy = NudgeState.from_json(state.policy)
@@ -68,11 +69,14 @@ def apply_policy(
             continue
         act = decision.verdict is Verdict.ACT
         reason = decision.reason.value if decision.reason is not None else None
-        out.append(_proactive(decision.trigger, state, programs, act=act, reason=reason))
+        out.append(_proactive(decision.trigger, state, programs, log, act=act, reason=reason))
     return out
 
 
-def answer_request(chat: ChatRequest, state: StudentState | None, programs: ProgramStore | None) -> FeedbackRequest:
+def answer_request(
+    chat: ChatRequest, state: StudentState | None, programs: ProgramStore | None,
+    log: MetricLog | None = None,
+) -> FeedbackRequest:
     """The reactive request for a student's question."""
     session_id = chat.session_id or (state.last_session if state else None)
     session = state.sessions.get(session_id) if state and session_id else None
@@ -88,4 +92,5 @@ def answer_request(chat: ChatRequest, state: StudentState | None, programs: Prog
     if session.run_in_progress:
         return FeedbackRequest(playground=playground, canned="run_in_progress", **base)
     program = programs.get(session_id) if programs is not None else None
-    return FeedbackRequest(playground=playground, metrics=session_metrics(session), program_xml=program, **base)
+    metrics = session_metrics(session_id, session, log) if log is not None else None
+    return FeedbackRequest(playground=playground, metrics=metrics, program_xml=program, **base)

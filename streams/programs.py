@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
+
+import orjson
 
 
 class UnusableWorkspace(Exception):
@@ -65,3 +67,76 @@ class DictProgramStore:
 
     def put(self, session_id: str, xml: str | None) -> None:
         self.programs[session_id] = xml
+
+
+class MetricLog(Protocol):
+    """The compact metric records of each session of one student, append-only.
+
+    Kept outside the student's state so that an event appends one small record
+    instead of rewriting the session's history.
+    """
+
+    def append(self, session_id: str, count: int, record: list[Any]) -> None:
+        """Add the ``count``-th record (0-based) of the session."""
+
+    def load(self, session_id: str, count: int, keep: int) -> list[list[Any]]:
+        """The last ``keep`` of the session's ``count`` records, oldest first."""
+
+    def drop(self, session_id: str, count: int) -> None:
+        """Forget the session's records."""
+
+
+CHUNK = 32
+
+
+def chunks_to_keep(count: int, keep: int) -> range:
+    """The chunk numbers that hold the last ``keep`` of ``count`` records."""
+    if count <= 0:
+        return range(0)
+    first = max(0, count - keep) // CHUNK
+    return range(first, (count - 1) // CHUNK + 1)
+
+
+class ChunkedMetricLog:
+    """A :class:`MetricLog` over a byte store, in chunks of :data:`CHUNK` records."""
+
+    def __init__(self, get: Any, put: Any, prefix: str, keep: int) -> None:
+        self._get, self._put, self.prefix, self.keep = get, put, prefix, keep
+
+    def _key(self, session_id: str, chunk: int) -> str:
+        return f"{self.prefix}{session_id}\x1f{chunk}"
+
+    def append(self, session_id: str, count: int, record: list[Any]) -> None:
+        chunk = count // CHUNK
+        raw = self._get(self._key(session_id, chunk)) if count % CHUNK else None
+        records = orjson.loads(raw) if raw else []
+        records.append(record)
+        self._put(self._key(session_id, chunk), orjson.dumps(records))
+        stale = (count + 1 - self.keep) // CHUNK - 1
+        if stale >= 0 and (count + 1 - self.keep) % CHUNK == 0:
+            self._put(self._key(session_id, stale), None)
+
+    def load(self, session_id: str, count: int, keep: int) -> list[list[Any]]:
+        out: list[list[Any]] = []
+        for chunk in chunks_to_keep(count, keep):
+            raw = self._get(self._key(session_id, chunk))
+            out += orjson.loads(raw) if raw else []
+        return out[-keep:] if keep else []
+
+    def drop(self, session_id: str, count: int) -> None:
+        for chunk in chunks_to_keep(count, self.keep):
+            self._put(self._key(session_id, chunk), None)
+
+
+class DictMetricLog(ChunkedMetricLog):
+    """In-memory :class:`MetricLog` (tests and single-process tools)."""
+
+    def __init__(self, keep: int = 400) -> None:
+        self.data: dict[str, bytes] = {}
+        super().__init__(self.data.get, self._set, "", keep)
+
+    def _set(self, key: str, value: bytes | None) -> None:
+        if value is None:
+            self.data.pop(key, None)
+        else:
+            self.data[key] = value

@@ -17,7 +17,7 @@ from streams.config import EngineConfig
 from streams.episodes import Segmenter
 from streams.runs import StretchCounters
 
-STATE_VERSION = 2
+STATE_VERSION = 3
 
 
 @dataclass(slots=True)
@@ -34,7 +34,8 @@ class SessionState:
     post_run_pauses: int = 0
     inactive_pauses: int = 0
     last_error: str | None = None
-    metric_events: list[list[Any]] = field(default_factory=list)
+    metric_count: int = 0
+    """Metric records appended to the session's metric log so far."""
     latest_project_digest: str | None = None
     run_stopped: bool = False
     """The open run was stopped by a playground reset or close (the robot is idle)."""
@@ -50,7 +51,7 @@ class SessionState:
             "sid": self.student_id, "seg": self.segmenter.to_json(), "nr": self.next_run,
             "pg": self.run_playground, "hp": self.has_prev_run, "pd": self.prev_digest,
             "c": self.counters.to_json(), "prp": self.post_run_pauses, "ip": self.inactive_pauses,
-            "err": self.last_error, "me": self.metric_events, "lpd": self.latest_project_digest,
+            "err": self.last_error, "mc": self.metric_count, "lpd": self.latest_project_digest,
             "rs": self.run_stopped,
         }
 
@@ -61,7 +62,7 @@ class SessionState:
             next_run=raw["nr"], run_playground=raw["pg"], has_prev_run=raw["hp"],
             prev_digest=raw["pd"], counters=StretchCounters.from_json(raw["c"]),
             post_run_pauses=raw["prp"], inactive_pauses=raw["ip"], last_error=raw["err"],
-            metric_events=raw["me"], latest_project_digest=raw["lpd"],
+            metric_count=raw["mc"], latest_project_digest=raw["lpd"],
             run_stopped=raw.get("rs", False),
         )
 
@@ -96,8 +97,6 @@ class StudentState:
     @classmethod
     def from_bytes(cls, data: bytes, config: EngineConfig) -> StudentState:
         raw = orjson.loads(data)
-        if raw.get("v") == 1:
-            raw["o"] = {}  # version 1 kept the events offset; re-deliveries then are rare
         if raw.get("v") != STATE_VERSION:
             raise ValueError(f"student state version {raw.get('v')!r} is not {STATE_VERSION}")
         return cls(

@@ -18,7 +18,7 @@ from topology.topics import ALL_TOPICS
 
 
 #: The worker's tables; each is backed by a compacted ``<app_id>-<name>-changelog`` topic.
-TABLES: tuple[str, ...] = ("ingest-seen", "students", "programs", "watermarks")
+TABLES: tuple[str, ...] = ("ingest-seen", "students", "programs", "metrics", "watermarks")
 
 
 def topic_names(settings: Settings) -> list[str]:

@@ -69,7 +69,7 @@ class Settings(BaseSettings):
     """WORKER_WEB_PORT: the worker's metrics/health port."""
     clock_mode: Literal["live", "replay"] = "live"
     """CLOCK_MODE: ``live`` ticks with the wall clock, ``replay`` with event time."""
-    ingest_dedupe_window: int = Field(512, ge=1)
+    ingest_dedupe_window: int = Field(64, ge=1)
     """INGEST_DEDUPE_WINDOW: accepted envelope ids remembered per student for duplicates."""
     broker_session_timeout_s: float = Field(60.0, ge=6.0)
     """BROKER_SESSION_TIMEOUT_S: a crashed worker's partitions move after this long."""

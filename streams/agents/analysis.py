@@ -22,6 +22,7 @@ from streams.agents.emit import dead_letter_failure, publish
 from streams.agents.ingest import source_of
 from streams.engine import Output, StudentEngine
 from streams.nudging import answer_request
+from streams.programs import ChunkedMetricLog
 from streams.state import StudentState
 from topology import topics as T
 from topology.app import Pipeline
@@ -55,12 +56,26 @@ class TableProgramStore:
             self.table[key] = xml.encode()  # type: ignore[index]
 
 
+def table_metric_log(table: object, student_key: str, keep: int) -> ChunkedMetricLog:
+    """The student's metric log in the ``metrics`` table."""
+
+    def put(key: str, value: bytes | None) -> None:
+        if value is not None:
+            table[key.encode()] = value  # type: ignore[index]
+        elif table.get(key.encode()) is not None:  # type: ignore[attr-defined]
+            del table[key.encode()]  # type: ignore[attr-defined]
+
+    return ChunkedMetricLog(lambda key: table.get(key.encode()), put,  # type: ignore[attr-defined]
+                            student_key + "\x1f", keep)
+
+
 class Analysis:
     """The agent's handlers, sharing the pipeline, the tables and the due index."""
 
     def __init__(self, p: Pipeline) -> None:
         self.p = p
         self.students, self.programs = p.tables["students"], p.tables["programs"]
+        self.metric_table = p.tables["metrics"]
         self.live = p.settings.clock_mode == "live"
         self.nudge = NudgeConfig.from_settings(p.settings)
         self.index = DueIndex()
@@ -73,7 +88,8 @@ class Analysis:
 
     def engine_for(self, state: StudentState) -> StudentEngine:
         store = TableProgramStore(self.programs, state.student_key)
-        return StudentEngine(state, self.p.config, self.p.scorer, store, self.nudge)
+        log = table_metric_log(self.metric_table, state.student_key, self.p.config.max_metric_events)
+        return StudentEngine(state, self.p.config, self.p.scorer, store, self.nudge, log)
 
     def save(self, engine: StudentEngine, partition: int) -> None:
         state = engine.state
@@ -82,8 +98,9 @@ class Analysis:
         self.index.set(state.student_key, partition, engine.next_due(self.live))
 
     def drop(self, engine: StudentEngine) -> None:
-        for session_id in list(engine.state.sessions):
+        for session_id, session in list(engine.state.sessions.items()):
             engine.programs.put(session_id, None)
+            engine.metrics.drop(session_id, session.metric_count)
         del self.students[engine.state.student_key.encode()]
         self.index.discard(engine.state.student_key)
 
@@ -160,7 +177,8 @@ class Analysis:
         raw = self.students.get(chat.student_key.encode())
         state = StudentState.from_bytes(raw, self.p.config) if raw else None
         programs = TableProgramStore(self.programs, chat.student_key)
-        await publish(self.p, answer_request(chat, state, programs), chat.student_key)
+        log = table_metric_log(self.metric_table, chat.student_key, self.p.config.max_metric_events)
+        await publish(self.p, answer_request(chat, state, programs, log), chat.student_key)
 
 
 def register(p: Pipeline) -> None:

@@ -50,10 +50,17 @@ def route(record: Record) -> T.TopicSpec:
 
 async def publish(p: Pipeline, record: Record, key: str | None, spec: T.TopicSpec | None = None,
                   partition: int | None = None) -> None:
-    """Send one record (enqueued on the producer; flushed before offsets commit)."""
+    """Send one record: enqueued on the worker's producer right away (in order with
+    everything else this worker sends), flushed before any offset is committed.
+
+    Goes to the transport producer directly: Faust's per-message wrapper is the
+    largest per-record cost of a worker and adds nothing here (raw bytes, no
+    callbacks, no commit-time attachment).
+    """
     spec = spec or route(record)
-    await p.topic(spec).send(
-        key=key.encode() if key is not None else None, value=encode(record), partition=partition)
+    await p.app.producer.send(
+        p.settings.topic(spec.name), key.encode() if key is not None else None, encode(record),
+        partition, None, None)
     p.metrics.records_out.labels(spec.name).inc()
     if isinstance(record, TriggerFired):
         p.metrics.triggers.labels(record.type.value).inc()
