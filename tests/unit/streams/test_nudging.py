@@ -84,9 +84,9 @@ def test_reactive_requests_canned_or_measured() -> None:
     assert answer_request(chat, None, None).canned == "no_session"
     eng = engine(ON)
     eng.on_event(ev(0, "runProject", xml="a:0"))
-    assert answer_request(chat, eng.state, eng.programs).canned == "run_in_progress"
+    assert answer_request(chat, eng.state, eng.programs, eng.metrics).canned == "run_in_progress"
     eng.on_event(ev(5, "projectEnd"))
-    req = answer_request(chat, eng.state, eng.programs)
+    req = answer_request(chat, eng.state, eng.programs, eng.metrics)
     assert req.canned is None and req.metrics is not None and req.program_xml == "a:0"
     assert req.session_id == "s1" and req.question == "help?"
 
