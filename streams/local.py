@@ -17,6 +17,10 @@ from feedback.nudge import NudgeConfig
 from streams.config import EngineConfig
 from streams.engine import Output, StudentEngine
 from streams.partitioning import partition_for
+
+#: Replay mode follows a partition's watermark only while its input is in time
+#: order (the worker's rule, see ``streams.agents.analysis``).
+DISORDER_S = 60.0
 from streams.ingest import Rejected, SeenIds, decode_line, is_blank
 from streams.programs import DictMetricLog, DictProgramStore, Scorer
 from streams.state import StudentState
@@ -47,6 +51,7 @@ class LocalAnalyzer:
         self.programs: dict[str, DictProgramStore] = {}
         self.metric_logs: dict[str, DictMetricLog] = {}
         self.watermarks: dict[int, float] = {}
+        self.disordered: set[int] = set()
 
     def engine(self, student_key: str) -> StudentEngine:
         state = self.states.setdefault(student_key, StudentState(student_key))
@@ -64,6 +69,9 @@ class LocalAnalyzer:
         assert self.partitions is not None
         part = partition_for(event.student_key, self.partitions)
         mark = self.watermarks[part] = max(event.ts, self.watermarks.get(part, event.ts))
+        if part in self.disordered or event.ts < mark - DISORDER_S:
+            self.disordered.add(part)
+            return []
         out: list[Output] = []
         for key in sorted(self.states):
             if key == event.student_key or partition_for(key, self.partitions) != part:

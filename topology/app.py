@@ -16,6 +16,7 @@ import faust
 from streams.config import EngineConfig
 from streams.scoring import TreeEditScorer
 from topology import topics as T
+from topology import transport
 from topology.kafka_admin import TABLES
 from topology.metrics import WorkerMetrics
 from topology.settings import Settings
@@ -40,9 +41,10 @@ class Pipeline:
 
 
 def _faust_app(settings: Settings) -> faust.App:
-    return faust.App(
+    transport.register()
+    app = faust.App(
         settings.app_id,
-        broker=[f"kafka://{h.strip()}" for h in settings.kafka_bootstrap_servers.split(",")],
+        broker=[f"{transport.SCHEME}://{h.strip()}" for h in settings.kafka_bootstrap_servers.split(",")],
         store=settings.worker_store,
         datadir=str(settings.worker_datadir),
         topic_partitions=settings.topic_partitions,
@@ -75,6 +77,8 @@ def _faust_app(settings: Settings) -> faust.App:
         key_serializer="raw",
         value_serializer="raw",
     )
+    setattr(app, transport.APP_ATTRIBUTE, settings.consumer_fetch_max_wait_ms)
+    return app
 
 
 def build_pipeline(settings: Settings, *, agents: bool = True) -> Pipeline:

@@ -71,6 +71,8 @@ class Settings(BaseSettings):
     """CLOCK_MODE: ``live`` ticks with the wall clock, ``replay`` with event time."""
     ingest_dedupe_window: int = Field(64, ge=1)
     """INGEST_DEDUPE_WINDOW: accepted envelope ids remembered per student for duplicates."""
+    consumer_fetch_max_wait_ms: int = Field(100, ge=1, le=5000)
+    """CONSUMER_FETCH_MAX_WAIT_MS: how long a fetch waits for data (Faust fixes 1,500)."""
     broker_session_timeout_s: float = Field(60.0, ge=6.0)
     """BROKER_SESSION_TIMEOUT_S: a crashed worker's partitions move after this long."""
     broker_commit_interval_s: float = 1.0

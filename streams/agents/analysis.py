@@ -14,6 +14,7 @@ students of that partition whose alerts fall due before it are advanced.
 
 from __future__ import annotations
 
+import logging
 import time
 
 from feedback.nudge import NudgeConfig
@@ -35,6 +36,12 @@ from topology.schemas import (
     SourceRef,
     decode,
 )
+
+
+log = logging.getLogger("vexnudge.analysis")
+#: How far behind its partition's watermark an event may be before replay mode
+#: stops advancing that partition's students by the watermark.
+DISORDER_S = 60.0
 
 
 class TableProgramStore:
@@ -80,11 +87,27 @@ class Analysis:
         self.nudge = NudgeConfig.from_settings(p.settings)
         self.index = DueIndex()
         self.watermarks = p.tables["watermarks"]
+        self.marks: dict[int, tuple[float, int]] = {}
+        """Per partition: the replay watermark and how many raises since it was stored."""
+        self.disordered: set[int] = set()
+        self.cache: dict[str, StudentState] = {}
+        """Decoded states of this worker's students (the table holds the truth;
+        emptied at every rebalance and for a student whose processing failed)."""
 
     # -- state ----------------------------------------------------------------------
     def load(self, key: str) -> StudentState:
+        cached = self.cache.get(key)
+        if cached is not None:
+            return cached
         raw = self.students.get(key.encode())
         return StudentState.from_bytes(raw, self.p.config) if raw else StudentState(key)
+
+    def forget(self) -> None:
+        """Drop every cached state and index entry (partitions moved)."""
+        self.cache.clear()
+        self.marks.clear()
+        self.disordered.clear()
+        self.index.reset()
 
     def engine_for(self, state: StudentState) -> StudentEngine:
         store = TableProgramStore(self.programs, state.student_key)
@@ -95,6 +118,7 @@ class Analysis:
         state = engine.state
         state.partition = partition
         self.students[state.student_key.encode()] = state.to_bytes()
+        self.cache[state.student_key] = state
         self.index.set(state.student_key, partition, engine.next_due(self.live))
 
     def drop(self, engine: StudentEngine) -> None:
@@ -102,6 +126,7 @@ class Analysis:
             engine.programs.put(session_id, None)
             engine.metrics.drop(session_id, session.metric_count)
         del self.students[engine.state.student_key.encode()]
+        self.cache.pop(engine.state.student_key, None)
         self.index.discard(engine.state.student_key)
 
     def load_partition(self, partition: int) -> None:
@@ -143,17 +168,45 @@ class Analysis:
             await self.follow_watermark(source.partition, event.ts, event.student_key)
 
     async def follow_watermark(self, partition: int, ts: float, current: str) -> None:
-        """Replay mode: advance this partition's other students to its event time."""
-        slot = f"p{partition}".encode()
-        stored = self.watermarks.get(slot)
-        mark = max(ts, float(stored) if stored else ts)
-        if stored is None or mark > float(stored):
-            self.watermarks[slot] = repr(mark).encode()
+        """Replay mode: advance this partition's other students to its event time.
+
+        Only while the partition's input is in time order: an event more than
+        :data:`DISORDER_S` behind the watermark switches the partition to
+        per-student time (each student advances by its own events and the
+        final tick), so out-of-order input cannot fire spurious alerts.
+        """
+        mark = self.watermark(partition, ts)
+        if partition in self.disordered:
+            return
+        if ts < mark - DISORDER_S:
+            self.disordered.add(partition)
+            log.warning("partition %d: input out of time order (%.0f s behind); advancing students "
+                        "by their own events only", partition, mark - ts)
+            return
         for key in self.index.students_due(partition, mark):
             if key == current:
                 self.index.set(key, partition, self.engine_for(self.load(key)).next_due(False))
                 continue
             await self.advance(key, partition, mark, inclusive=False, final=False)
+
+    def watermark(self, partition: int, ts: float) -> float:
+        """Raise the partition's watermark to ``ts``; store it every 64 raises.
+
+        Under time-ordered input the watermark is the latest event time, which
+        a restarted worker learns again from the next event; the stored value
+        only bounds what is lost when a partition's input is out of order.
+        """
+        if partition not in self.marks:
+            stored = self.watermarks.get(f"p{partition}".encode())
+            self.marks[partition] = (float(stored) if stored else ts, 0)
+        mark, raises = self.marks[partition]
+        if ts > mark:
+            mark, raises = ts, raises + 1
+            if raises >= 64:
+                self.watermarks[f"p{partition}".encode()] = repr(mark).encode()
+                raises = 0
+        self.marks[partition] = (mark, raises)
+        return mark
 
     async def advance(self, key: str, partition: int, now: float, *, inclusive: bool, final: bool) -> None:
         engine = self.engine_for(self.load(key))
@@ -190,7 +243,7 @@ def register(p: Pipeline) -> None:
 
     @p.app.on_partitions_assigned.connect
     async def _reassigned(app: object, assigned: object = None, **kwargs: object) -> None:  # noqa: ARG001
-        analysis.index.reset()
+        analysis.forget()
 
     channel = p.app.topic(*names, key_serializer="raw", value_serializer="raw")
 
@@ -205,4 +258,5 @@ def register(p: Pipeline) -> None:
             try:
                 await handlers[spec.name](message.value or b"", source)
             except Exception as exc:  # noqa: BLE001 - the stage edge: dead-letter and go on
+                analysis.cache.clear()  # a half-applied state must be read again from the table
                 await dead_letter_failure(p, "analysis", message.value, source, exc, key)
