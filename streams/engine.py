@@ -143,17 +143,24 @@ class StudentEngine:
         self, event: NormalizedEvent, session: SessionState, xml: str | None, new_stretch: bool,
     ) -> tuple[int | None, bool]:
         new_digest = digest(xml)
-        same = session.prev_digest == new_digest
-        if not same:
-            previous = self.programs.get(event.session_id) if not new_stretch else None
-            self.programs.put(event.session_id, xml)
-            session.prev_digest = new_digest
+        before = session.prev_digest
+        if before != new_digest:
+            self._store_program(event.session_id, session, new_digest, xml)
         if new_stretch:
             return None, True
-        if same:
+        if before == new_digest:
             return 0, True
-        measured = self.scorer.distance(previous, xml)
+        previous = self.programs.get(event.session_id, before) if before else None
+        measured = self.scorer.distance(previous or None, xml)
         return measured, measured is not None
+
+    def _store_program(self, session_id: str, session: SessionState, new: str, xml: str | None) -> None:
+        """Keep the new program and the one before it; forget the rest."""
+        self.programs.put(session_id, new, xml or "")
+        older = session.older_digest
+        if older is not None and older not in (session.prev_digest, new):
+            self.programs.delete(session_id, older)
+        session.older_digest, session.prev_digest = session.prev_digest, new
 
     def _unscored(self, event: NormalizedEvent, session: SessionState, exc: UnusableWorkspace) -> DeadLetter:
         after = session.next_run - 1 if session.next_run else None
@@ -215,10 +222,16 @@ class StudentEngine:
                  if sid != self.state.last_session and s.segmenter.last_ts is not None
                  and now - s.segmenter.last_ts > self.config.recency_s]
         for sid in stale:
-            self.metrics.drop(sid, self.state.sessions[sid].metric_count)
-            del self.state.sessions[sid]
-            self.programs.put(sid, None)
+            self.forget_session(sid)
         return stale
+
+    def forget_session(self, session_id: str) -> None:
+        """Delete a session's state, programs and metric records."""
+        session = self.state.sessions.pop(session_id)
+        self.metrics.drop(session_id, session.metric_count)
+        for known in (session.prev_digest, session.older_digest):
+            if known is not None:
+                self.programs.delete(session_id, known)
 
     def expired(self, now: float) -> bool:
         """The student's last event is older than the recency window: drop the state."""

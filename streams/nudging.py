@@ -35,6 +35,13 @@ def session_metrics(session_id: str, session: SessionState, log: MetricLog, keep
     )
 
 
+def latest_program(programs: ProgramStore, session_id: str, session: SessionState | None) -> str | None:
+    """The latest scored run's program (None before any run or when empty)."""
+    if session is None or session.prev_digest is None:
+        return None
+    return programs.get(session_id, session.prev_digest) or None
+
+
 def _proactive(
     fire: TriggerFired, state: StudentState, programs: ProgramStore, log: MetricLog, *,
     act: bool, reason: str | None,
@@ -46,7 +53,7 @@ def _proactive(
         student_key=fire.student_key, student_id=fire.student_id, session_id=fire.session_id,
         playground=fire.playground, ts=fire.ts, trigger=fire,
         decision="act" if act else "suppress", suppress_reason=reason, metrics=metrics,
-        program_xml=programs.get(fire.session_id) if act else None,
+        program_xml=latest_program(programs, fire.session_id, session) if act else None,
     )
 
 
@@ -91,6 +98,6 @@ def answer_request(
     playground = session.run_playground
     if session.run_in_progress:
         return FeedbackRequest(playground=playground, canned="run_in_progress", **base)
-    program = programs.get(session_id) if programs is not None else None
+    program = latest_program(programs, session_id, session) if programs is not None else None
     metrics = session_metrics(session_id, session, log) if log is not None else None
     return FeedbackRequest(playground=playground, metrics=metrics, program_xml=program, **base)

@@ -44,11 +44,18 @@ class Scorer(Protocol):
 
 
 class ProgramStore(Protocol):
-    """The previous scored run's program text per session of one student."""
+    """Run programs of one student, content-addressed by (session, digest).
 
-    def get(self, session_id: str) -> str | None: ...
+    Content addressing makes a crashed-and-repeated event harmless: the
+    previous run's program is still found under the digest its (older) state
+    remembers, even if the repeated event's new program was already stored.
+    """
 
-    def put(self, session_id: str, xml: str | None) -> None: ...
+    def get(self, session_id: str, program_digest: str) -> str | None: ...
+
+    def put(self, session_id: str, program_digest: str, xml: str) -> None: ...
+
+    def delete(self, session_id: str, program_digest: str) -> None: ...
 
 
 def digest(xml: str | None) -> str:
@@ -60,13 +67,16 @@ class DictProgramStore:
     """In-memory :class:`ProgramStore` (tests and single-process tools)."""
 
     def __init__(self) -> None:
-        self.programs: dict[str, str | None] = {}
+        self.programs: dict[tuple[str, str], str] = {}
 
-    def get(self, session_id: str) -> str | None:
-        return self.programs.get(session_id)
+    def get(self, session_id: str, program_digest: str) -> str | None:
+        return self.programs.get((session_id, program_digest))
 
-    def put(self, session_id: str, xml: str | None) -> None:
-        self.programs[session_id] = xml
+    def put(self, session_id: str, program_digest: str, xml: str) -> None:
+        self.programs[(session_id, program_digest)] = xml
+
+    def delete(self, session_id: str, program_digest: str) -> None:
+        self.programs.pop((session_id, program_digest), None)
 
 
 class MetricLog(Protocol):
@@ -107,9 +117,10 @@ class ChunkedMetricLog:
         return f"{self.prefix}{session_id}\x1f{chunk}"
 
     def append(self, session_id: str, count: int, record: list[Any]) -> None:
-        chunk = count // CHUNK
-        raw = self._get(self._key(session_id, chunk)) if count % CHUNK else None
+        chunk, position = divmod(count, CHUNK)
+        raw = self._get(self._key(session_id, chunk)) if position else None
         records = orjson.loads(raw) if raw else []
+        del records[position:]  # a repeated append (after a crash) replaces, never duplicates
         records.append(record)
         self._put(self._key(session_id, chunk), orjson.dumps(records))
         stale = (count + 1 - self.keep) // CHUNK - 1

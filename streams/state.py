@@ -17,7 +17,7 @@ from streams.config import EngineConfig
 from streams.episodes import Segmenter
 from streams.runs import StretchCounters
 
-STATE_VERSION = 3
+STATE_VERSION = 4
 
 
 @dataclass(slots=True)
@@ -30,6 +30,8 @@ class SessionState:
     run_playground: str | None = None
     has_prev_run: bool = False
     prev_digest: str | None = None
+    older_digest: str | None = None
+    """The program before the previous one (kept until the next change)."""
     counters: StretchCounters = field(default_factory=StretchCounters)
     post_run_pauses: int = 0
     inactive_pauses: int = 0
@@ -49,7 +51,7 @@ class SessionState:
     def to_json(self) -> dict[str, Any]:
         return {
             "sid": self.student_id, "seg": self.segmenter.to_json(), "nr": self.next_run,
-            "pg": self.run_playground, "hp": self.has_prev_run, "pd": self.prev_digest,
+            "pg": self.run_playground, "hp": self.has_prev_run, "pd": self.prev_digest, "od": self.older_digest,
             "c": self.counters.to_json(), "prp": self.post_run_pauses, "ip": self.inactive_pauses,
             "err": self.last_error, "mc": self.metric_count, "lpd": self.latest_project_digest,
             "rs": self.run_stopped,
@@ -60,7 +62,7 @@ class SessionState:
         return cls(
             student_id=raw["sid"], segmenter=Segmenter.from_json(raw["seg"], config),
             next_run=raw["nr"], run_playground=raw["pg"], has_prev_run=raw["hp"],
-            prev_digest=raw["pd"], counters=StretchCounters.from_json(raw["c"]),
+            prev_digest=raw["pd"], older_digest=raw["od"], counters=StretchCounters.from_json(raw["c"]),
             post_run_pauses=raw["prp"], inactive_pauses=raw["ip"], last_error=raw["err"],
             metric_count=raw["mc"], latest_project_digest=raw["lpd"],
             run_stopped=raw.get("rs", False),

@@ -18,6 +18,7 @@ import logging
 import time
 
 from feedback.nudge import NudgeConfig
+from streams.agents.batching import BatchContext, TableBuffer
 from streams.agents.due import DueIndex
 from streams.agents.emit import dead_letter_failure, publish
 from streams.agents.ingest import source_of
@@ -42,25 +43,30 @@ log = logging.getLogger("vexnudge.analysis")
 #: How far behind its partition's watermark an event may be before replay mode
 #: stops advancing that partition's students by the watermark.
 DISORDER_S = 60.0
+#: Events per batch, and how long a batch waits to fill (bounds the added latency).
+BATCH_MAX, BATCH_WITHIN_S = 200, 0.01
 
 
 class TableProgramStore:
-    """Previous-run programs of one student, in the ``programs`` table."""
+    """Run programs of one student in the ``programs`` table, by (session, digest)."""
 
     def __init__(self, table: object, student_key: str) -> None:
         self.table, self.prefix = table, student_key + "\x1f"
 
-    def get(self, session_id: str) -> str | None:
-        raw = self.table.get((self.prefix + session_id).encode())  # type: ignore[attr-defined]
-        return raw.decode() if raw else None
+    def _key(self, session_id: str, program_digest: str) -> bytes:
+        return f"{self.prefix}{session_id}\x1f{program_digest}".encode()
 
-    def put(self, session_id: str, xml: str | None) -> None:
-        key = (self.prefix + session_id).encode()
-        if xml is None:
-            if self.table.get(key) is not None:  # type: ignore[attr-defined]
-                del self.table[key]  # type: ignore[attr-defined]
-        else:
-            self.table[key] = xml.encode()  # type: ignore[index]
+    def get(self, session_id: str, program_digest: str) -> str | None:
+        raw = self.table.get(self._key(session_id, program_digest))  # type: ignore[attr-defined]
+        return raw.decode() if raw is not None else None
+
+    def put(self, session_id: str, program_digest: str, xml: str) -> None:
+        self.table[self._key(session_id, program_digest)] = xml.encode()  # type: ignore[index]
+
+    def delete(self, session_id: str, program_digest: str) -> None:
+        key = self._key(session_id, program_digest)
+        if self.table.get(key) is not None:  # type: ignore[attr-defined]
+            del self.table[key]  # type: ignore[attr-defined]
 
 
 def table_metric_log(table: object, student_key: str, keep: int) -> ChunkedMetricLog:
@@ -81,12 +87,15 @@ class Analysis:
 
     def __init__(self, p: Pipeline) -> None:
         self.p = p
-        self.students, self.programs = p.tables["students"], p.tables["programs"]
-        self.metric_table = p.tables["metrics"]
+        self.context = BatchContext()
+        self.buffers = [TableBuffer(p.tables[name], self.context) for name in ("students", "programs", "metrics")]
+        self.students, self.programs, self.metric_table = self.buffers
         self.live = p.settings.clock_mode == "live"
         self.nudge = NudgeConfig.from_settings(p.settings)
         self.index = DueIndex()
         self.watermarks = p.tables["watermarks"]
+        self.checkpoint: tuple[str, bytes | None] | None = None
+        """The state of the student being processed, as it was before the event."""
         self.marks: dict[int, tuple[float, int]] = {}
         """Per partition: the replay watermark and how many raises since it was stored."""
         self.disordered: set[int] = set()
@@ -101,6 +110,12 @@ class Analysis:
             return cached
         raw = self.students.get(key.encode())
         return StudentState.from_bytes(raw, self.p.config) if raw else StudentState(key)
+
+    def flush(self) -> None:
+        """Write the batch's table changes (after its outputs were enqueued)."""
+        for buffer in self.buffers:
+            buffer.flush()
+        self.flush_watermarks()
 
     def forget(self) -> None:
         """Drop every cached state and index entry (partitions moved)."""
@@ -122,9 +137,8 @@ class Analysis:
         self.index.set(state.student_key, partition, engine.next_due(self.live))
 
     def drop(self, engine: StudentEngine) -> None:
-        for session_id, session in list(engine.state.sessions.items()):
-            engine.programs.put(session_id, None)
-            engine.metrics.drop(session_id, session.metric_count)
+        for session_id in list(engine.state.sessions):
+            engine.forget_session(session_id)
         del self.students[engine.state.student_key.encode()]
         self.cache.pop(engine.state.student_key, None)
         self.index.discard(engine.state.student_key)
@@ -151,6 +165,7 @@ class Analysis:
     async def on_event(self, value: bytes, source: SourceRef) -> None:
         event = decode(NormalizedEvent, value)
         state = self.load(event.student_key)
+        self.checkpoint = (event.student_key, state.to_bytes() if state.last_ts is not None else None)
         raw = event.source
         if raw is not None and raw.offset <= state.applied.get(str(raw.partition), -1):
             self.p.metrics.duplicates_skipped.inc()
@@ -189,6 +204,19 @@ class Analysis:
                 continue
             await self.advance(key, partition, mark, inclusive=False, final=False)
 
+    def restore_checkpoint(self) -> None:
+        """After a failed event: its student's state as it was before the event."""
+        if self.checkpoint is None:
+            self.cache.clear()
+            return
+        key, raw = self.checkpoint
+        if raw is None:
+            self.cache.pop(key, None)
+            del self.students[key.encode()]
+        else:
+            self.cache[key] = StudentState.from_bytes(raw, self.p.config)
+            self.students[key.encode()] = raw
+
     def watermark(self, partition: int, ts: float) -> float:
         """Raise the partition's watermark to ``ts``; store it every 64 raises.
 
@@ -202,11 +230,16 @@ class Analysis:
         mark, raises = self.marks[partition]
         if ts > mark:
             mark, raises = ts, raises + 1
-            if raises >= 64:
-                self.watermarks[f"p{partition}".encode()] = repr(mark).encode()
-                raises = 0
         self.marks[partition] = (mark, raises)
         return mark
+
+    def flush_watermarks(self) -> None:
+        """Store each partition's watermark after 64 raises (once per batch at most)."""
+        for partition, (mark, raises) in self.marks.items():
+            if raises >= 64 and self.context.event is not None:
+                self.context.enter(self.context.event)
+                self.watermarks[f"p{partition}".encode()] = repr(mark).encode()
+                self.marks[partition] = (mark, 0)
 
     async def advance(self, key: str, partition: int, now: float, *, inclusive: bool, final: bool) -> None:
         engine = self.engine_for(self.load(key))
@@ -247,16 +280,23 @@ def register(p: Pipeline) -> None:
 
     channel = p.app.topic(*names, key_serializer="raw", value_serializer="raw")
 
+    async def one(event: object) -> None:
+        message = event.message  # type: ignore[attr-defined]
+        spec = names[message.topic]
+        p.metrics.records_in.labels(spec.name).inc()
+        source = source_of(message)
+        key = message.key.decode() if message.key else None
+        analysis.context.enter(event)
+        analysis.checkpoint = None
+        try:
+            await handlers[spec.name](message.value or b"", source)
+        except Exception as exc:  # noqa: BLE001 - the stage edge: dead-letter and go on
+            analysis.restore_checkpoint()
+            await dead_letter_failure(p, "analysis", message.value, source, exc, key)
+
     @p.app.agent(channel, name="analysis")
     async def analysis_agent(stream):  # type: ignore[no-untyped-def]
-        async for event in stream.events():
-            message = event.message
-            spec = names[message.topic]
-            p.metrics.records_in.labels(spec.name).inc()
-            source = source_of(message)
-            key = message.key.decode() if message.key else None
-            try:
-                await handlers[spec.name](message.value or b"", source)
-            except Exception as exc:  # noqa: BLE001 - the stage edge: dead-letter and go on
-                analysis.cache.clear()  # a half-applied state must be read again from the table
-                await dead_letter_failure(p, "analysis", message.value, source, exc, key)
+        async for events in stream.take_events(BATCH_MAX, within=BATCH_WITHIN_S):
+            for event in events:
+                await one(event)
+            analysis.flush()

@@ -13,6 +13,7 @@ import time
 
 import orjson
 
+from streams.agents.batching import BatchContext, TableBuffer
 from streams.agents.emit import dead_letter_failure, original_text, publish
 from streams.ingest import Rejected, SeenIds, decode_line, is_blank
 from topology import topics as T
@@ -32,9 +33,22 @@ def source_of(message: object) -> SourceRef:
     )
 
 
+#: Lines per batch, and how long a batch waits to fill (bounds the added latency).
+BATCH_MAX, BATCH_WITHIN_S = 200, 0.01
+
+
 def register(p: Pipeline) -> None:
-    seen_table = p.tables["ingest-seen"]
+    context = BatchContext()
+    seen_table = TableBuffer(p.tables["ingest-seen"], context)
     window = p.settings.ingest_dedupe_window
+    cache: dict[str, SeenIds] = {}
+
+    def seen_ids(student: str) -> SeenIds:
+        seen = cache.get(student)
+        if seen is None:
+            raw = seen_table.get(student.encode())
+            seen = cache[student] = SeenIds(orjson.loads(raw) if raw else None, limit=window)
+        return seen
 
     async def handle(value: bytes, source: SourceRef) -> None:
         if is_blank(value):
@@ -42,8 +56,7 @@ def register(p: Pipeline) -> None:
             return
         out = decode_line(value, source)
         if isinstance(out, NormalizedEvent) and not out.event_id.startswith("h:"):
-            raw = seen_table.get(out.student_key.encode())
-            seen = SeenIds(orjson.loads(raw) if raw else None, limit=window)
+            seen = seen_ids(out.student_key)
             first = seen.accepted_at(out.event_id)
             if first == source.offset:
                 # a re-delivery of the record we accepted (the worker restarted before
@@ -67,16 +80,24 @@ def register(p: Pipeline) -> None:
             return
         await _reject(p, out, value, source)
 
+    @p.app.on_partitions_assigned.connect
+    async def _reassigned(app: object, assigned: object = None, **kwargs: object) -> None:  # noqa: ARG001
+        cache.clear()
+
     @p.app.agent(p.topic(T.RAW), name="ingest")
     async def ingest(stream):  # type: ignore[no-untyped-def]
-        async for event in stream.events():
-            message = event.message
-            p.metrics.records_in.labels(T.RAW.name).inc()
-            source = source_of(message)
-            try:
-                await handle(message.value or b"", source)
-            except Exception as exc:  # noqa: BLE001 - the stage edge: dead-letter and go on
-                await dead_letter_failure(p, "ingest", message.value, source, exc)
+        async for events in stream.take_events(BATCH_MAX, within=BATCH_WITHIN_S):
+            for event in events:
+                message = event.message
+                context.enter(event)
+                p.metrics.records_in.labels(T.RAW.name).inc()
+                source = source_of(message)
+                try:
+                    await handle(message.value or b"", source)
+                except Exception as exc:  # noqa: BLE001 - the stage edge: dead-letter and go on
+                    cache.clear()  # re-read the ids from the table for the next lines
+                    await dead_letter_failure(p, "ingest", message.value, source, exc)
+            seen_table.flush()
 
 
 async def _reject(p: Pipeline, rejected: Rejected, value: bytes, source: SourceRef) -> None:
