@@ -69,8 +69,8 @@ def _faust_app(settings: Settings) -> faust.App:
         # is in flight.
         producer_linger_ms=0,
         producer_max_batch_size=262144,
-        consumer_metadata_max_age_ms=5000,
-        producer_metadata_max_age_ms=5000,
+        consumer_metadata_max_age_ms=60000,
+        producer_metadata_max_age_ms=60000,
         web_port=settings.worker_web_port or 6066,
         web_bind="127.0.0.1",
         web_enabled=settings.worker_web_port > 0,
