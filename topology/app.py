@@ -43,7 +43,7 @@ class Pipeline:
 def _faust_app(settings: Settings) -> faust.App:
     transport.register()
     app = faust.App(
-        settings.app_id,
+        settings.group_id,
         broker=[f"{transport.SCHEME}://{h.strip()}" for h in settings.kafka_bootstrap_servers.split(",")],
         store=settings.worker_store,
         datadir=str(settings.worker_datadir),
@@ -92,7 +92,7 @@ def build_pipeline(settings: Settings, *, agents: bool = True) -> Pipeline:
     tables = {
         name: app.Table(name, default=None, partitions=settings.topic_partitions,
                         key_type=bytes, value_type=bytes)
-        for name in TABLES
+        for name in (TABLES if "stream" in settings.worker_roles else ())
     }
     metrics = WorkerMetrics()
     pipeline = Pipeline(

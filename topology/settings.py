@@ -65,6 +65,8 @@ class Settings(BaseSettings):
     """WORKER_STORE: table store, ``memory://`` or ``rocksdb://`` (rocksdict)."""
     worker_datadir: Path = PROJECT_ROOT / ".vexnudge" / "worker"
     """WORKER_DATADIR: Faust data directory; must be unique per worker process."""
+    worker_roles: Annotated[frozenset[str], NoDecode] = frozenset({"stream", "feedback", "store"})
+    """WORKER_ROLES: what this worker runs: ``stream`` (ingest, analysis, clock), ``feedback``, ``store``."""
     worker_web_port: int = 6066
     """WORKER_WEB_PORT: the worker's metrics/health port."""
     clock_mode: Literal["live", "replay"] = "live"
@@ -195,7 +197,7 @@ class Settings(BaseSettings):
                 )
         return data
 
-    _csv = field_validator("trigger_disabled", mode="before")(_split_csv)
+    _csv = field_validator("trigger_disabled", "worker_roles", mode="before")(_split_csv)
     _map = field_validator("iterative_thresholds", mode="before")(_split_mapping)
 
     @field_validator("trigger_disabled")
@@ -205,6 +207,20 @@ class Settings(BaseSettings):
         if unknown:
             raise ValueError(f"unknown trigger type(s) {unknown}; known: {list(TRIGGER_TYPES)}")
         return value
+
+    @field_validator("worker_roles")
+    @classmethod
+    def _known_roles(cls, value: frozenset[str]) -> frozenset[str]:
+        unknown = sorted(set(value) - {"stream", "feedback", "store"})
+        if unknown or not value:
+            raise ValueError(f"worker roles {sorted(value)}: choose from stream, feedback, store")
+        return value
+
+    @property
+    def group_id(self) -> str:
+        """The worker's consumer group: APP_ID, or APP_ID-feedback for a worker without
+        the stream role (its own group, so it never shares the stream's partitions)."""
+        return self.app_id if "stream" in self.worker_roles else f"{self.app_id}-feedback"
 
     def topic(self, name: str) -> str:
         """The full topic name for the logical ``name`` (``vex.events`` ...)."""

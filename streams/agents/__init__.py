@@ -7,14 +7,24 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from topology.app import Pipeline
 
+#: What a worker process can run: ``stream`` = ingest + analysis + the live
+#: clock (the tables live here); ``feedback`` = the feedback stage and its
+#: retries; ``store`` = the event store.
+ROLES = ("stream", "feedback", "store")
+
 
 def register_all(pipeline: Pipeline) -> None:
-    """Attach every agent, timer and web page to the pipeline's app."""
+    """Attach the agents, timers and web pages of the worker's roles to the app."""
     from streams.agents import analysis, clock, feedback, ingest, watchdog, web
 
-    ingest.register(pipeline)
-    analysis.register(pipeline)
-    feedback.register(pipeline)
-    clock.register(pipeline)
+    roles = pipeline.settings.worker_roles
+    if "stream" in roles:
+        ingest.register(pipeline)
+        analysis.register(pipeline)
+        clock.register(pipeline)
+    if "feedback" in roles:
+        feedback.register(pipeline)
+    if "store" in roles:
+        feedback.register_event_store(pipeline)
     web.register(pipeline)
     watchdog.register(pipeline)

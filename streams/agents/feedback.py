@@ -6,8 +6,9 @@ then lets the record go; generation runs in the background, bounded by
 ``LLM_CONCURRENCY``, so a slow model never stalls the partition.  A crash or a
 model outage leaves the row pending, and the retry timer finishes it later —
 a nudge is delayed, never lost, and its message id is derived from the
-trigger, so it is never sent twice.  The event-store agent writes normalized
-events to Postgres in batches (idempotent on the event id).
+trigger, so it is never sent twice.  The event store writes normalized events
+to Postgres in batches (idempotent on the event id) from a consumer group of
+its own.
 """
 
 from __future__ import annotations
@@ -104,9 +105,67 @@ async def accept(service: Any, request: FeedbackRequest) -> bool:
     return True
 
 
+def resources(p: Pipeline) -> Resources:
+    """The worker's one :class:`Resources` (created on first use, closed at shutdown)."""
+    res = p.extras.get("resources")
+    if res is None:
+        res = p.extras["resources"] = Resources(p)
+
+        @p.app.on_before_shutdown.connect
+        async def _close(app: object, **kwargs: object) -> None:  # noqa: ARG001
+            await res.close()
+    return res
+
+
+def register_event_store(p: Pipeline) -> None:
+    """Normalized events into PostgreSQL, with a consumer group of its own.
+
+    A plain consumer (group ``<APP_ID>-event-store``) rather than a second agent
+    on ``vex.events``, so the store never holds back the analysis (an agent
+    pair would share the topic's delivery and acknowledgements).  Offsets are
+    committed after each batch is stored; a restart re-stores at most one
+    batch, which the idempotent insert ignores.
+    """
+    res = resources(p)
+
+    @p.app.task
+    async def event_store() -> None:
+        from aiokafka import AIOKafkaConsumer
+
+        consumer = AIOKafkaConsumer(
+            p.settings.topic(T.EVENTS.name), bootstrap_servers=p.settings.kafka_bootstrap_servers,
+            group_id=f"{p.settings.app_id}-event-store", enable_auto_commit=False,
+            auto_offset_reset="earliest", max_poll_records=STORE_BATCH)
+        await consumer.start()
+        try:
+            while True:
+                batch = await consumer.getmany(timeout_ms=int(STORE_WITHIN_S * 1000))
+                events = [e for records in batch.values() for r in records
+                          if (e := _stored_event(r)) is not None]
+                if events:
+                    await store_with_retry(res, events)
+                if batch:
+                    await consumer.commit()
+        finally:
+            await consumer.stop()
+
+
+def _stored_event(record: Any) -> NormalizedEvent | None:
+    """The record's event, or None (logged) for one that is not a normalized event.
+
+    ``vex.events`` is written only by the ingest agent, so this means a foreign
+    producer; the ingest already dead-lettered anything bad from the raw topic.
+    """
+    try:
+        return decode(NormalizedEvent, record.value or b"")
+    except Exception:  # noqa: BLE001 - one foreign record must not stop the store
+        log.warning("event store: skipping a record that is not a normalized event "
+                    "(partition %s, offset %s)", record.partition, record.offset)
+        return None
+
+
 def register(p: Pipeline) -> None:
-    res = Resources(p)
-    p.extras["feedback"] = res
+    res = resources(p)
 
     async def generate(request: FeedbackRequest) -> None:
         try:
@@ -142,15 +201,6 @@ def register(p: Pipeline) -> None:
             return
         if report.delivered or report.failed or report.republished:
             log.info("feedback retry: %s", report)
-
-    @p.app.agent(p.topic(T.EVENTS), name="event-store")
-    async def event_store(stream):  # type: ignore[no-untyped-def]
-        async for batch in stream.take(STORE_BATCH, within=STORE_WITHIN_S):
-            await store_with_retry(res, [decode(NormalizedEvent, value) for value in batch])
-
-    @p.app.on_before_shutdown.connect
-    async def _close(app: object, **kwargs: object) -> None:  # noqa: ARG001
-        await res.close()
 
 
 async def accept_with_retry(res: Resources, request: FeedbackRequest) -> bool:

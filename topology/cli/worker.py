@@ -22,6 +22,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     parser.add_argument("--datadir", help="Faust data directory (unique per process)")
     parser.add_argument("--app-id", help="override APP_ID (the consumer group)")
     parser.add_argument("--topic-prefix", help="override TOPIC_PREFIX")
+    parser.add_argument("--roles", help="override WORKER_ROLES, e.g. stream or feedback,store")
     parser.add_argument("--commit-interval", type=float, help="override BROKER_COMMIT_INTERVAL_S")
     parser.add_argument("--session-timeout", type=float, help="override BROKER_SESSION_TIMEOUT_S")
     parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
@@ -35,6 +36,8 @@ def overrides(args: argparse.Namespace) -> dict[str, object]:
     pairs = {"clock_mode": args.clock, "worker_web_port": args.web_port,
              "worker_datadir": args.datadir, "app_id": args.app_id, "topic_prefix": args.topic_prefix,
              "broker_commit_interval_s": args.commit_interval,
+             "worker_roles": frozenset(r.strip() for r in args.roles.split(",") if r.strip())
+             if args.roles else None,
              "broker_session_timeout_s": args.session_timeout}
     return {k: v for k, v in pairs.items() if v is not None}
 

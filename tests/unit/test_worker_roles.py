@@ -1,0 +1,52 @@
+"""WORKER_ROLES: which agents a worker runs, and the consumer group it joins."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from topology.app import build_pipeline
+from topology.settings import Settings
+
+
+def _settings(tmp_path, roles: str) -> Settings:
+    return Settings(app_id="vx-test", worker_roles=roles, worker_datadir=tmp_path, worker_web_port=0)
+
+
+def test_roles_parse_from_a_comma_list_and_choose_the_group(tmp_path) -> None:
+    every = Settings(worker_datadir=tmp_path, app_id="vx-test")
+    assert every.worker_roles == {"stream", "feedback", "store"}
+    assert every.group_id == "vx-test"
+    assert _settings(tmp_path, "stream").group_id == "vx-test"
+    side = _settings(tmp_path, " feedback , store ")
+    assert side.worker_roles == {"feedback", "store"}
+    assert side.group_id == "vx-test-feedback"  # never shares the stream's partitions
+
+
+@pytest.mark.parametrize("roles", ["bogus", "stream,analysis", ""])
+def test_unknown_or_empty_roles_are_refused(tmp_path, roles: str) -> None:
+    with pytest.raises(ValidationError, match="worker roles"):
+        _settings(tmp_path, roles)
+
+
+def test_env_variable_sets_the_roles(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("WORKER_ROLES", "feedback")
+    assert Settings(worker_datadir=tmp_path).worker_roles == {"feedback"}
+
+
+def _agents(settings: Settings) -> tuple[set[str], set[str]]:
+    p = build_pipeline(settings)
+    agents = {name.rsplit(".", 1)[-1] for name in p.app.agents}
+    return agents, set(p.tables)
+
+
+def test_stream_role_has_the_tables_and_stream_agents_only(tmp_path) -> None:
+    agents, tables = _agents(_settings(tmp_path, "stream"))
+    assert tables  # the state lives with the stream role
+    assert agents == {"ingest", "analysis"}
+
+
+def test_feedback_role_has_no_tables_and_no_stream_agents(tmp_path) -> None:
+    agents, tables = _agents(_settings(tmp_path, "feedback"))
+    assert tables == set()
+    assert agents == {"feedback"}
