@@ -6,7 +6,8 @@ Options: ``--part throughput,latency`` (default both), ``--copies N`` (classroom
 copies for throughput, default 20 = 20,140 events), ``--latency-copies N``
 (default 10 = 10,070 events, 50 s at 200/s), ``--rate`` (default 200),
 ``--repeats N`` (default 3), ``--variants`` / ``--latency-variants`` (default
-``all``, the worker as shipped; experiments as in ``bench/ingest.py``:
+``all``, the worker as shipped with every role; ``stream`` runs it with
+``--roles stream``, as a district's stream workers; experiments as in ``bench/ingest.py``:
 ``all+key=value`` passes a ``faust.App`` keyword, ``all+fw100`` gives Faust's
 consumer ``fetch_max_wait_ms=100`` instead of its hard-coded 1500), ``--quick``.
 
@@ -19,7 +20,8 @@ the multiplied sample classroom (every copy of a student is a new student with
 fresh envelope ids; lines interleaved, so each student's order holds and event
 time stays monotone) is produced as fast as possible with ``produce_lines``;
 timed from the first send to the worker's committed offset of ``vex.events``
-covering every event (the analysis and the event store are done with them).
+covering every event (the analysis is done with them; the event store commits
+in a group of its own).
 Next to it, in the same run and with the worker stopped, plain aiokafka
 consumes the raw topic from the beginning and decodes each line and its
 ``raw_message`` with orjson (the ceiling).  Then the latest value of every key
@@ -90,17 +92,32 @@ WARM_ID_BASE = 600_000_000
 # ---------------------------------------------------------------------------------------
 # throughput (and table bytes)
 # ---------------------------------------------------------------------------------------
+def worker_variant(variant: str) -> tuple[int | None, list[str], list[str]]:
+    """``all`` (the worker as shipped, every role) or ``stream`` (``--roles stream``:
+    ingest, analysis and clock only, as a district's stream workers run), then the
+    ``+fwN`` / ``+key=value`` experiments of ``bench/ingest.py``, or ``+s:FIELD=VALUE``
+    (a setting, ``vexnudge worker --set``; e.g. ``+s:worker_batch_within_ms=2``)."""
+    name, *mods = variant.split("+")
+    if name not in ("all", "stream"):
+        raise SystemExit(f"unknown pipeline variant {variant!r}: all or stream, then +fwN, +key=value "
+                         "or +s:FIELD=VALUE")
+    args = ["--roles", "stream"] if name == "stream" else []
+    for mod in (m for m in mods if m.startswith("s:")):
+        args += ["--set", mod[2:]]
+    agents, fetch_wait, options = parse_variant("+".join(["all", *(m for m in mods if not m.startswith("s:"))]))
+    assert agents is None
+    return fetch_wait, options, args
+
+
 async def throughput_once(settings: Any, lines: list[bytes], variant: str) -> dict[str, Any]:
     from topology.kafka_admin import ensure_topics
     from topology.replay import delete_topics
 
     await ensure_topics(settings)
-    agents, fetch_wait, options = parse_variant(variant)
-    if agents is not None:
-        raise SystemExit("the pipeline benchmark runs the whole worker: variants all[+...]")
+    fetch_wait, options, roles = worker_variant(variant)
     worker = BenchWorker(settings.app_id, settings.topic_prefix, clock="replay", fetch_max_wait_ms=fetch_wait,
                          app_options=options,
-                         extra_args=["--commit-interval", "0.2", "--set",
+                         extra_args=["--commit-interval", "0.2", *roles, "--set",
                                      f"database_url={settings.database_url.get_secret_value()}"]).start()
     n = len(lines)
     out: dict[str, Any] = {"n": n, "load": float(load_average().split()[0])}
@@ -309,12 +326,10 @@ async def latency_once(settings: Any, lines: list[Line], rate: float, variant: s
     from topology.replay import delete_topics
 
     await ensure_topics(settings)
-    agents, fetch_wait, options = parse_variant(variant)
-    if agents is not None:
-        raise SystemExit("the pipeline benchmark runs the whole worker: variants all[+...]")
+    fetch_wait, options, roles = worker_variant(variant)
     worker = BenchWorker(settings.app_id, settings.topic_prefix, clock="live", fetch_max_wait_ms=fetch_wait,
                          app_options=options,
-                         extra_args=["--set", f"database_url={settings.database_url.get_secret_value()}"]).start()
+                         extra_args=[*roles, "--set", f"database_url={settings.database_url.get_secret_value()}"]).start()
     out: dict[str, Any] = {"load_before": float(load_average().split()[0])}
     reader = OutputReader(settings)
     try:
@@ -406,8 +421,8 @@ def main() -> None:
     parser.add_argument("--latency-copies", type=int, default=10, help="classroom copies for latency (default 10)")
     parser.add_argument("--rate", type=float, default=200.0, help="lines per second in the latency run")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--variants", default="all", help="throughput workers: all, all+fwN, all+key=value")
-    parser.add_argument("--latency-variants", default="all", help="latency workers: all, all+fwN, all+key=value")
+    parser.add_argument("--variants", default="all", help="throughput workers: all, stream, then +fwN, +key=value or +s:FIELD=VALUE")
+    parser.add_argument("--latency-variants", default="all", help="latency workers: all, stream, then +fwN, +key=value or +s:FIELD=VALUE")
     parser.add_argument("--quick", action="store_true", help="4 copies (2 for latency), one repeat")
     args = parser.parse_args()
     if args.quick:

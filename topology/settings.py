@@ -73,6 +73,10 @@ class Settings(BaseSettings):
     """CLOCK_MODE: ``live`` ticks with the wall clock, ``replay`` with event time."""
     ingest_dedupe_window: int = Field(64, ge=1)
     """INGEST_DEDUPE_WINDOW: accepted envelope ids remembered per student for duplicates."""
+    worker_batch_max: int = Field(200, ge=1, le=10000)
+    """WORKER_BATCH_MAX: events the ingest and analysis agents take per batch (state written once per batch)."""
+    worker_batch_within_ms: float = Field(10.0, gt=0, le=1000)
+    """WORKER_BATCH_WITHIN_MS: how long a batch waits to fill: up to this much latency per stage, for throughput."""
     consumer_fetch_max_wait_ms: int = Field(100, ge=1, le=5000)
     """CONSUMER_FETCH_MAX_WAIT_MS: how long a fetch waits for data (Faust fixes 1,500)."""
     broker_session_timeout_s: float = Field(60.0, ge=6.0)

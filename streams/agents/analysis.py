@@ -43,8 +43,6 @@ log = logging.getLogger("vexnudge.analysis")
 #: How far behind its partition's watermark an event may be before replay mode
 #: stops advancing that partition's students by the watermark.
 DISORDER_S = 60.0
-#: Events per batch, and how long a batch waits to fill (bounds the added latency).
-BATCH_MAX, BATCH_WITHIN_S = 200, 0.01
 
 
 class TableProgramStore:
@@ -296,7 +294,7 @@ def register(p: Pipeline) -> None:
 
     @p.app.agent(channel, name="analysis")
     async def analysis_agent(stream):  # type: ignore[no-untyped-def]
-        async for events in stream.take_events(BATCH_MAX, within=BATCH_WITHIN_S):
+        async for events in stream.take_events(p.settings.worker_batch_max, within=p.settings.worker_batch_within_ms / 1000):
             for event in events:
                 await one(event)
             analysis.flush()

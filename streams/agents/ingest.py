@@ -33,8 +33,6 @@ def source_of(message: object) -> SourceRef:
     )
 
 
-#: Lines per batch, and how long a batch waits to fill (bounds the added latency).
-BATCH_MAX, BATCH_WITHIN_S = 200, 0.01
 
 
 def register(p: Pipeline) -> None:
@@ -86,7 +84,7 @@ def register(p: Pipeline) -> None:
 
     @p.app.agent(p.topic(T.RAW), name="ingest")
     async def ingest(stream):  # type: ignore[no-untyped-def]
-        async for events in stream.take_events(BATCH_MAX, within=BATCH_WITHIN_S):
+        async for events in stream.take_events(p.settings.worker_batch_max, within=p.settings.worker_batch_within_ms / 1000):
             for event in events:
                 message = event.message
                 context.enter(event)
