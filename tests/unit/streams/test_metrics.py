@@ -22,6 +22,7 @@ from streams.metrics import (
     persistence,
     time_on_task,
 )
+from tests.datafiles import reference_logs
 from topology.schemas.feedback import (
     ActionLevel as AL,
 )
@@ -34,7 +35,6 @@ from topology.schemas.feedback import (
 from topology.schemas.feedback import (
     Persistence as P,
 )
-from topology.settings import PROJECT_ROOT
 
 GO = "GOMars"
 SPEC = progress_spec(GO)
@@ -404,7 +404,8 @@ def test_no_parameters_at_all_means_zero_progress() -> None:
 
 # -- the reference fixture families ----------------------------------------------------
 
-REFERENCE = PROJECT_ROOT.parent / "shared" / "fixtures" / "reference"
+REFERENCE_LOGS = reference_logs()
+assert len(REFERENCE_LOGS) == 27, "tests/data/fixtures/reference: the 27 reference logs"
 EXPECTED = {
     "01": (C.LONG_TERM_STALLED_PROGRESS, None),
     "02": (C.DEVELOPMENT_INCREASES_PROGRESS, None),
@@ -441,9 +442,7 @@ def _load(path: Path) -> list[MetricEvent]:
     return out
 
 
-@pytest.mark.skipif(not REFERENCE.is_dir(), reason="shared reference fixtures not present")
-@pytest.mark.parametrize("path", sorted(REFERENCE.glob("*.ndjson")) if REFERENCE.is_dir() else [],
-                         ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", REFERENCE_LOGS, ids=lambda p: p.stem)
 def test_reference_fixture_families(path: Path) -> None:
     result = metrics(_load(path))
     family = path.name[:2]
