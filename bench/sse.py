@@ -14,7 +14,12 @@ What it does, all on loopback:
 4. checks that every client received exactly its own message, once;
 5. reports latency percentiles from the message's ``created_at`` (stored)
    and from the moment it was handed to the producer, to the moment the
-   client read the frame; and the gateway's RSS before and after.
+   client read the frame; and the gateway's RSS before and after;
+6. the **baseline**, in the same run (``--no-baseline`` skips it): the same
+   nudges stored and published the same way to fresh topics, read by a plain
+   group-less aiokafka consumer in this process (the gateway's consumer
+   settings, no gateway, no SSE); publish → consumer read percentiles, and
+   the ratio of the gateway's publish → client p50/p99 to them.
 
 The clients run in this process (their loop only reads); storing and
 publishing run in a child process; the gateway, the broker and PostgreSQL
@@ -49,7 +54,7 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 
 import aiohttp  # noqa: E402
 import asyncpg  # noqa: E402
-from aiokafka import AIOKafkaProducer  # noqa: E402
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition  # noqa: E402
 
 from delivery.db import create_pool  # noqa: E402
 from delivery.gateway import tokens  # noqa: E402
@@ -256,8 +261,56 @@ async def run(args: argparse.Namespace) -> dict[str, object]:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             gateway.stop()
-    return summarize(args, clients, sent_at, rss_before, rss_connected, rss_after,
-                     connect_s, publish_s, nofile, metrics_text)
+    result = summarize(args, clients, sent_at, rss_before, rss_connected, rss_after,
+                       connect_s, publish_s, nofile, metrics_text)
+    if not args.no_baseline:
+        values = await baseline(settings, [f"base-{c.student}" for c in clients],
+                                None if args.burst else args.rate)
+        result["baseline_delivered"] = len(values)
+        if values:
+            result["baseline_publish_to_consumer_ms"] = {
+                "p50": round(pct(values, 50), 1), "p90": round(pct(values, 90), 1),
+                "p99": round(pct(values, 99), 1), "max": round(max(values), 1)}
+            gw = result.get("publish_to_client_ms")
+            if isinstance(gw, dict):
+                result["gateway_vs_baseline"] = {
+                    q: round(gw[q] / max(pct(values, n), 0.01), 2) for q, n in (("p50", 50), ("p99", 99))}
+    return result
+
+
+async def baseline(base: Settings, students: list[str], rate: float | None) -> list[float]:
+    """Publish → read latencies (ms) of the same nudges through Kafka alone."""
+    settings = base.model_copy(update={"topic_prefix": f"bench-{uuid.uuid4().hex[:8]}."})
+    topic = settings.topic(T.FEEDBACK.name)
+    await ensure_topics(settings, [topic])
+    consumer = AIOKafkaConsumer(bootstrap_servers=settings.kafka_bootstrap_servers, group_id=None,
+                                enable_auto_commit=False, fetch_max_wait_ms=100, max_poll_records=1000)
+    await consumer.start()
+    received: dict[int, float] = {}
+    try:
+        tps = [TopicPartition(topic, p) for p in range(settings.topic_partitions)]
+        consumer.assign(tps)
+        await consumer.seek_to_end(*tps)
+        for tp in tps:
+            await consumer.position(tp)
+
+        async def read() -> None:
+            while len(received) < len(students):
+                batch = await consumer.getmany(timeout_ms=1000)
+                now = time.time()
+                for records in batch.values():
+                    for record in records:
+                        received.setdefault(int(json.loads(record.value or b"{}")["message_id"]), now)
+
+        reader = asyncio.create_task(read())
+        publisher = Publisher(settings, students, rate)
+        await publisher.ready()
+        sent_at = await publisher.run()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(reader, 60)
+    finally:
+        await consumer.stop()
+    return [(received[m] - t) * 1000 for m, t in sent_at.items() if m in received]
 
 
 def summarize(args: argparse.Namespace, clients: list[Client], sent_at: dict[int, float],
@@ -303,6 +356,8 @@ def main() -> int:
     parser.add_argument("--port", type=int, default=0, help="gateway port (0: a free one)")
     parser.add_argument("--wait", type=float, default=60.0, help="seconds to wait for delivery")
     parser.add_argument("--json", action="store_true", help="print the result as JSON only")
+    parser.add_argument("--no-baseline", action="store_true",
+                        help="skip the Kafka-only baseline (same nudges, a plain consumer, no gateway)")
     args = parser.parse_args()
     try:
         result = asyncio.run(run(args))
