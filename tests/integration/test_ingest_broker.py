@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Iterable
 
 import pytest
 
@@ -31,8 +32,12 @@ def test_events_and_dead_letters_are_exactly_the_accepted_and_rejected_lines(sta
         topics = run(read_values(settings, ["vex.events", "vex.deadletter"]))
     finally:
         worker.stop()
+    # At least once (docs/topics.md): a raw line re-read after a rebalance is
+    # republished unchanged, and consumers drop the copy.  Allow only exact
+    # copies of an earlier record from the same source offset; compare the rest.
+    topics = {name: first_copies(records) for name, records in topics.items()}
     events = [decode(NormalizedEvent, v) for _, v in topics["vex.events"]]
-    letters = [decode(DeadLetter, v) for _, v in topics["vex.deadletter"]]
+    letters = first_letters(decode(DeadLetter, v) for _, v in topics["vex.deadletter"])
     dead = [d for d in letters if d.stage == "ingest"]
     unscored = sorted((d.event_id, d.reason.value) for d in letters if d.stage == "analysis")
 
@@ -59,3 +64,36 @@ def test_events_and_dead_letters_are_exactly_the_accepted_and_rejected_lines(sta
         assert d.stage == "ingest" and d.source is not None and d.source.offset >= 0
         line = read_lines(SAMPLE_MALFORMED.read_bytes())[d.source.line - 1]
         assert d.original.encode() == line  # the original bytes, unchanged
+
+
+def first_copies(records: list[tuple[bytes | None, bytes]]) -> list[tuple[bytes | None, bytes]]:
+    """The records without exact re-deliveries (same key and bytes as an earlier one,
+    hence the same source offset); anything else that repeats fails the test."""
+    seen: set[tuple[bytes | None, bytes]] = set()
+    out = []
+    for record in records:
+        if record in seen:
+            continue
+        seen.add(record)
+        out.append(record)
+    return out
+
+
+def first_letters(letters: Iterable[DeadLetter]) -> list[DeadLetter]:
+    """Dead letters without re-deliveries: one per stage and source record (a
+    republished letter differs only in ``dead_lettered_at``)."""
+    out: dict[tuple[str, str, int, int], DeadLetter] = {}
+    for letter in letters:
+        assert letter.source is not None
+        key = (letter.stage, letter.source.topic, letter.source.partition, letter.source.offset)
+        if key in out:
+            assert out[key].model_copy(update={"dead_lettered_at": 0}) == \
+                letter.model_copy(update={"dead_lettered_at": 0})
+            continue
+        out[key] = letter
+    return list(out.values())
+
+
+def test_first_copies_drops_only_exact_repeats() -> None:
+    records = [(b"a", b"1"), (b"b", b"2"), (b"a", b"1"), (b"a", b"3")]
+    assert first_copies(records) == [(b"a", b"1"), (b"b", b"2"), (b"a", b"3")]
