@@ -22,7 +22,6 @@ import asyncio
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -41,6 +40,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 import orjson  # noqa: E402
+
+from topology.childproc import ChildProcess  # noqa: E402
 
 SAMPLE = ROOT / "tests" / "data" / "fixtures" / "sample_classroom.ndjson"
 #: New envelope ids start here (the sample's ids are 42,100,000-42,101,006).
@@ -168,7 +169,7 @@ def fmt_rate(value: float) -> str:
 # the worker
 # ---------------------------------------------------------------------------------------
 @dataclass
-class BenchWorker:
+class BenchWorker(ChildProcess):
     """A worker subprocess: the real worker command, optionally with only ``agents``
     registered (``None`` = all, exactly ``vexnudge worker``), optionally profiled
     with cProfile (stats written to ``profile`` when the worker stops)."""
@@ -182,29 +183,26 @@ class BenchWorker:
     fetch_max_wait_ms: int | None = None
     app_options: Sequence[str] = ()
     datadir: Path | None = None
-    log_path: Path | None = None
-    process: subprocess.Popen[bytes] | None = None
+
+    def __post_init__(self) -> None:
+        ChildProcess.__init__(self)
 
     def start(self) -> BenchWorker:
         self.datadir = self.datadir or Path(tempfile.mkdtemp(prefix=f"vexnudge-{self.app_id}-"))
-        self.log_path = self.datadir / "worker.log"
         worker_args = ["worker", "--app-id", self.app_id, "--topic-prefix", self.topic_prefix,
                        "--clock", self.clock, "--web-port", "0", "--datadir", str(self.datadir),
                        *self.extra_args]
-        if self.agents is None and self.profile is None and self.fetch_max_wait_ms is None \
-                and not self.app_options:
-            cmd = [sys.executable, "-m", "topology.cli", *worker_args]
-        else:
-            cmd = [sys.executable, str(Path(__file__).resolve()), "worker",
-                   "--agents", ",".join(self.agents or AGENT_MODULES),
-                   *(["--profile", str(self.profile)] if self.profile else []),
-                   *(["--fetch-max-wait-ms", str(self.fetch_max_wait_ms)]
-                     if self.fetch_max_wait_ms is not None else []),
-                   *(arg for option in self.app_options for arg in ("--app-option", option)),
-                   "--", *worker_args]
-        with open(self.log_path, "ab") as log:
-            self.process = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
-                                            start_new_session=True, cwd=ROOT)
+        command = None  # exactly `vexnudge worker`
+        if self.agents is not None or self.profile is not None or self.fetch_max_wait_ms is not None \
+                or self.app_options:
+            command = [sys.executable, str(Path(__file__).resolve()), "worker",
+                       "--agents", ",".join(self.agents or AGENT_MODULES),
+                       *(["--profile", str(self.profile)] if self.profile else []),
+                       *(["--fetch-max-wait-ms", str(self.fetch_max_wait_ms)]
+                         if self.fetch_max_wait_ms is not None else []),
+                       *(arg for option in self.app_options for arg in ("--app-option", option)),
+                       "--"]
+        self.spawn(worker_args, self.datadir / "worker.log", command=command, cwd=ROOT)
         return self
 
     @property
@@ -212,32 +210,13 @@ class BenchWorker:
         assert self.process is not None
         return self.process.pid
 
-    @property
-    def alive(self) -> bool:
-        return self.process is not None and self.process.poll() is None
-
     def stop(self, timeout: float = 30.0) -> int | None:
-        import signal
-
-        if self.process is None:
-            return None
-        if self.alive:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait(10)
-        if self.process.returncode == 0 and self.datadir is not None:
+        code = super().stop(timeout)
+        if code == 0 and self.datadir is not None:
             import shutil
 
             shutil.rmtree(self.datadir, ignore_errors=True)  # kept (with its log) when the worker failed
-        return self.process.returncode
-
-    def log_tail(self, lines: int = 30) -> str:
-        if not self.log_path or not self.log_path.exists():
-            return ""
-        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        return code
 
     def describe(self) -> str:
         if self.agents is None:

@@ -23,15 +23,18 @@ class ChildProcess:
         self.log_path: Path | None = None
         self._log: IO[bytes] | None = None
 
-    def spawn(self, args: list[str], log_path: Path, env: dict[str, str] | None = None) -> None:
-        """Run ``python -m topology.cli ARGS`` with output appended to ``log_path``."""
+    def spawn(self, args: list[str], log_path: Path, env: dict[str, str] | None = None, *,
+              command: list[str] | None = None, cwd: Path | None = None) -> None:
+        """Run ``python -m topology.cli ARGS`` (or ``command + ARGS``) with output
+        appended to ``log_path``."""
         self.log_path = log_path
         log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log = open(log_path, "ab")  # noqa: SIM115 - closed in stop()
+        prefix = command if command is not None else [sys.executable, "-m", "topology.cli"]
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "topology.cli", *args], stdout=self._log,
+            [*prefix, *args], stdout=self._log,
             stderr=subprocess.STDOUT, env={**os.environ, **env} if env else None,
-            start_new_session=True)
+            start_new_session=True, cwd=cwd)
 
     @property
     def alive(self) -> bool:
