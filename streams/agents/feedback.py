@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from streams.agents.emit import dead_letter_failure, publish
@@ -138,16 +139,36 @@ def register_event_store(p: Pipeline) -> None:
             auto_offset_reset="earliest", max_poll_records=STORE_BATCH)
         await consumer.start()
         try:
-            while True:
-                batch = await consumer.getmany(timeout_ms=int(STORE_WITHIN_S * 1000))
-                events = [e for records in batch.values() for r in records
-                          if (e := _stored_event(r)) is not None]
-                if events:
-                    await store_with_retry(res, events)
-                if batch:
-                    await consumer.commit()
+            await run_event_store(consumer, lambda events: store_with_retry(res, events))
         finally:
             await consumer.stop()
+
+
+async def run_event_store(consumer: Any, store: Callable[[list[NormalizedEvent]], Awaitable[None]]) -> None:
+    """Store batches from ``consumer`` and commit after each, until cancelled.
+
+    Never raises otherwise: a task's exception would crash the whole worker.  A
+    commit refused because the group rebalanced (another worker joined or left)
+    is expected: the new owner re-reads from the last commit and the insert is
+    idempotent.  Any other failure is logged and retried after a pause.
+    """
+    from aiokafka.errors import CommitFailedError
+
+    while True:
+        try:
+            batch = await consumer.getmany(timeout_ms=int(STORE_WITHIN_S * 1000))
+            events = [e for records in batch.values() for r in records
+                      if (e := _stored_event(r)) is not None]
+            if events:
+                await store(events)
+            if batch:
+                await consumer.commit()
+        except CommitFailedError:
+            log.info("event store: commit refused after a rebalance; the new owner stores "
+                     "those events again (idempotent)")
+        except Exception:  # noqa: BLE001 - keep the worker alive; try again
+            log.exception("event store: batch failed; retrying in 1 s")
+            await asyncio.sleep(1.0)
 
 
 def _stored_event(record: Any) -> NormalizedEvent | None:
