@@ -110,9 +110,19 @@ class Analysis:
         return StudentState.from_bytes(raw, self.p.config) if raw else StudentState(key)
 
     def flush(self) -> None:
-        """Write the batch's table changes (after its outputs were enqueued)."""
-        for buffer in self.buffers:
-            buffer.flush()
+        """Write the batch's table changes (after its outputs were enqueued).
+
+        Order: new programs and metric chunks, then the student states that
+        refer to them, then deletions of programs and chunks no state needs any
+        more.  The changelog records leave in this order, so whatever prefix of
+        them a crash lets through is consistent: a restored state never refers
+        to a program or chunk that is gone (at worst an unreferenced one stays).
+        """
+        self.programs.flush(deletes=False)
+        self.metric_table.flush(deletes=False)
+        self.students.flush()
+        self.programs.flush()
+        self.metric_table.flush()
         self.flush_watermarks()
 
     def forget(self) -> None:

@@ -51,17 +51,20 @@ class TableBuffer:
         """The table's items (pending writes are not included; flush first)."""
         return self.table.items()
 
-    def flush(self) -> int:
-        """Write every pending value to the table; returns how many."""
+    def flush(self, *, puts: bool = True, deletes: bool = True) -> int:
+        """Write the pending values (``puts``) and deletions (``deletes``) to the
+        table, in the order they were first made; returns how many."""
         written = 0
-        for key, (value, event) in self.pending.items():
+        for key, (value, event) in list(self.pending.items()):
+            if (puts if value is not None else deletes) is False:
+                continue
             _current_event.set(weakref.ref(event))
             if value is not None:
                 self.table[key] = value
             elif self.table.get(key) is not None:
                 del self.table[key]
+            del self.pending[key]
             written += 1
-        self.pending.clear()
         return written
 
     def discard(self) -> None:
