@@ -46,7 +46,9 @@ from topology.childproc import ChildProcess  # noqa: E402
 SAMPLE = ROOT / "tests" / "data" / "fixtures" / "sample_classroom.ndjson"
 #: New envelope ids start here (the sample's ids are 42,100,000-42,101,006).
 ID_BASE = 700_000_000
-AGENT_MODULES = ("ingest", "analysis", "feedback", "clock", "web", "watchdog")
+#: Agents the launcher can register by name (``ingest`` = the stream agent without
+#: its analysis); none chosen = exactly the worker's own registration.
+AGENT_MODULES = ("stream", "ingest", "feedback", "clock", "web", "watchdog")
 
 
 # ---------------------------------------------------------------------------------------
@@ -196,7 +198,7 @@ class BenchWorker(ChildProcess):
         if self.agents is not None or self.profile is not None or self.fetch_max_wait_ms is not None \
                 or self.app_options:
             command = [sys.executable, str(Path(__file__).resolve()), "worker",
-                       "--agents", ",".join(self.agents or AGENT_MODULES),
+                       *(["--agents", ",".join(self.agents)] if self.agents is not None else []),
                        *(["--profile", str(self.profile)] if self.profile else []),
                        *(["--fetch-max-wait-ms", str(self.fetch_max_wait_ms)]
                          if self.fetch_max_wait_ms is not None else []),
@@ -230,7 +232,8 @@ def _worker_main(argv: list[str]) -> int:
     import importlib
 
     parser = argparse.ArgumentParser(prog="bench/common.py worker")
-    parser.add_argument("--agents", default=",".join(AGENT_MODULES))
+    parser.add_argument("--agents", help=f"register only these ({', '.join(AGENT_MODULES)}); "
+                                         "default: what the worker registers")
     parser.add_argument("--profile")
     parser.add_argument("--fetch-max-wait-ms", type=int,
                         help="experiment: override the fetch_max_wait_ms Faust hard-codes (1500) "
@@ -240,15 +243,17 @@ def _worker_main(argv: list[str]) -> int:
                              "when it can be, else a string)")
     args, rest = parser.parse_known_args(argv)
     rest = [a for a in rest if a != "--"]
-    chosen = [a for a in args.agents.split(",") if a]
-
     import streams.agents
 
     def register_some(pipeline: Any) -> None:
-        for name in chosen:
-            importlib.import_module(f"streams.agents.{name}").register(pipeline)
+        for name in (a for a in args.agents.split(",") if a):
+            if name == "ingest":
+                importlib.import_module("streams.agents.stream").register(pipeline, analysis=False)
+            else:
+                importlib.import_module(f"streams.agents.{name}").register(pipeline)
 
-    streams.agents.register_all = register_some  # build_pipeline imports it at call time
+    if args.agents is not None:
+        streams.agents.register_all = register_some  # build_pipeline imports it at call time
     if args.fetch_max_wait_ms is not None:
         import aiokafka
 
@@ -339,6 +344,14 @@ class Watch:
         except KafkaError:  # no coordinator yet (a new group on a fresh broker)
             return 0
         return sum(meta.offset for tp, meta in offsets.items() if tp.topic == topic and meta.offset > 0)
+
+    async def analysed(self) -> int:
+        """Raw lines the worker is done with: committed on the raw topic, less the
+        re-keyed events it has not committed yet (``topics.ANALYSIS_INPUTS``)."""
+        from topology import topics as T
+
+        behind = await self.end(T.REKEYED.name) - await self.committed(T.REKEYED.name)
+        return await self.committed(T.RAW.name) - max(behind, 0)
 
     async def until(self, probe: Callable[[], Any], target: int, *, worker: BenchWorker | None = None,
                     timeout_s: float = 600.0, interval_s: float = 0.02,

@@ -76,10 +76,8 @@ async def warm_up(settings: object, watch: Watch, worker: BenchWorker, *, analys
     from topology.producer import produce_lines
 
     await produce_lines(settings, [WARMUP_LINE])  # type: ignore[arg-type]
-    await watch.until(lambda: watch.committed(T.RAW.name), 1, worker=worker, timeout_s=180, interval_s=0.1)
-    if analysis:
-        await watch.until(lambda: watch.committed(T.EVENTS.name), 1, worker=worker, timeout_s=60,
-                          interval_s=0.1)
+    await watch.until(watch.analysed if analysis else lambda: watch.committed(T.RAW.name), 1,
+                      worker=worker, timeout_s=180, interval_s=0.1)
 
 
 def parse_variant(variant: str) -> tuple[list[str] | None, int | None, list[str]]:

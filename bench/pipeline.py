@@ -19,9 +19,9 @@ agent (ingest, analysis, feedback, event store, timers).
 the multiplied sample classroom (every copy of a student is a new student with
 fresh envelope ids; lines interleaved, so each student's order holds and event
 time stays monotone) is produced as fast as possible with ``produce_lines``;
-timed from the first send to the worker's committed offset of ``vex.events``
-covering every event (the analysis is done with them; the event store commits
-in a group of its own).
+timed from the first send to the worker's committed offset of the raw topic
+(and of ``vex.events.rekeyed``, empty here) covering every event: the stream
+agent is done with them (the event store commits in a group of its own).
 Next to it, in the same run and with the worker stopped, plain aiokafka
 consumes the raw topic from the beginning and decodes each line and its
 ``raw_message`` with orjson (the ceiling).  Then the latest value of every key
@@ -128,7 +128,7 @@ async def throughput_once(settings: Any, lines: list[bytes], variant: str) -> di
             cpu0 = cpu_seconds(worker.pid)
             produce = asyncio.ensure_future(produce_fast(settings, lines))
             t_ingest = await watch.until(lambda: watch.end(T.EVENTS.name), n + 1, worker=worker)
-            t_done = await watch.until(lambda: watch.committed(T.EVENTS.name), n + 1, worker=worker)
+            t_done = await watch.until(watch.analysed, n + 1, worker=worker)
             started, produce_s = await produce
             out["cpu_s"] = cpu_seconds(worker.pid) - cpu0
             out["rss_end_mib"], out["rss_peak_mib"] = (v / 1024 for v in rss_kib(worker.pid))
@@ -338,7 +338,7 @@ async def latency_once(settings: Any, lines: list[Line], rate: float, variant: s
             # every output topic has been written once (producer metadata, first-use paths).
             warm = classroom(1, tag="warm", id_base=WARM_ID_BASE)
             await paced_send(settings, warm, 500.0)
-            await watch.until(lambda: watch.committed(T.EVENTS.name), len(warm), worker=worker, timeout_s=180,
+            await watch.until(watch.analysed, len(warm), worker=worker, timeout_s=180,
                               interval_s=0.1)
             await asyncio.sleep(1.0)
             await reader.start()
@@ -346,7 +346,7 @@ async def latency_once(settings: Any, lines: list[Line], rate: float, variant: s
             cpu0, t0 = cpu_seconds(worker.pid), time.time()
             sent = await paced_send(settings, lines, rate)
             out["send_s"] = time.time() - t0
-            await watch.until(lambda: watch.committed(T.EVENTS.name), len(lines) + len(warm), worker=worker,
+            await watch.until(watch.analysed, len(lines) + len(warm), worker=worker,
                               timeout_s=120, interval_s=0.1)
             out["cpu_busy"] = (cpu_seconds(worker.pid) - cpu0) / (time.time() - t0)
             await asyncio.sleep(2.0)  # the last outputs reach the reader

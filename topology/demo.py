@@ -179,8 +179,8 @@ class Demo:
             self.say(f"demo: {tally.line(len(lines))}")
             await asyncio.wait([producing], timeout=3)
         await producing
-        for topic in (T.RAW.name, T.EVENTS.name):
-            await wait_consumed(s, s.app_id, s.topic(topic), 300)
+        for spec in T.ANALYSIS_INPUTS:
+            await wait_consumed(s, s.app_id, s.topic(spec.name), 300)
         horizon = horizon_of(lines)
         if horizon is not None:
             await send_final_ticks(s, horizon)

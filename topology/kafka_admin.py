@@ -128,6 +128,15 @@ async def wait_consumed(
         await asyncio.sleep(0.1)
 
 
+async def wait_analysed(settings: Settings, timeout_s: float = 300.0) -> None:
+    """Wait until the worker's group has committed every record of the analysis'
+    inputs (:data:`topology.topics.ANALYSIS_INPUTS`, in order)."""
+    from topology.topics import ANALYSIS_INPUTS
+
+    for spec in ANALYSIS_INPUTS:
+        await wait_consumed(settings, settings.app_id, settings.topic(spec.name), timeout_s)
+
+
 async def read_to_end(
     settings: Settings, topics: list[str], *, from_beginning: bool = True,
 ) -> AsyncIterator[ConsumerRecord[bytes, bytes]]:

@@ -134,7 +134,7 @@ async def replay(
         step = (lambda name: (lambda done, total: report(name, done, total))) if report else (lambda _n: None)
         result.produce = await produce_lines(settings, lines, on_progress=lambda s: report and report(
             "produce", s.lines, len(lines)))
-        for spec in (T.RAW, T.EVENTS):
+        for spec in T.ANALYSIS_INPUTS:
             await _wait(settings, spec, worker, timeout_s, step(f"consume {spec.name}"))
         if result.horizon is not None:
             await send_final_ticks(settings, result.horizon)

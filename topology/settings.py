@@ -67,6 +67,8 @@ class Settings(BaseSettings):
     """WORKER_DATADIR: Faust data directory; must be unique per worker process."""
     worker_roles: Annotated[frozenset[str], NoDecode] = frozenset({"stream", "feedback", "store"})
     """WORKER_ROLES: what this worker runs: ``stream`` (ingest, analysis, clock), ``feedback``, ``store``."""
+    worker_event_loop: Literal["uvloop", "asyncio"] = "uvloop"
+    """WORKER_EVENT_LOOP: the worker's event loop: ``uvloop`` (faster I/O and scheduling) or ``asyncio``."""
     worker_web_port: int = 6066
     """WORKER_WEB_PORT: the worker's metrics/health port."""
     clock_mode: Literal["live", "replay"] = "live"
@@ -74,9 +76,11 @@ class Settings(BaseSettings):
     ingest_dedupe_window: int = Field(64, ge=1)
     """INGEST_DEDUPE_WINDOW: accepted envelope ids remembered per student for duplicates."""
     worker_batch_max: int = Field(200, ge=1, le=10000)
-    """WORKER_BATCH_MAX: events the ingest and analysis agents take per batch (state written once per batch)."""
+    """WORKER_BATCH_MAX: records the stream agent takes per batch (state written once per batch, after its outputs are delivered)."""
     worker_batch_within_ms: float = Field(10.0, gt=0, le=1000)
     """WORKER_BATCH_WITHIN_MS: how long a batch waits to fill: up to this much latency per stage, for throughput."""
+    producer_linger_ms: int = Field(10, ge=0, le=1000)
+    """PRODUCER_LINGER_MS: how long the worker's producer waits to fill a batch (the stream agent sends its batch's outputs at once when it ends)."""
     consumer_fetch_max_wait_ms: int = Field(100, ge=1, le=5000)
     """CONSUMER_FETCH_MAX_WAIT_MS: how long a fetch waits for data (Faust fixes 1,500)."""
     broker_session_timeout_s: float = Field(60.0, ge=6.0)

@@ -21,6 +21,8 @@ class TopicSpec:
 
 RAW = TopicSpec("vex.telemetry.raw", "student key (best effort) or none", "raw telemetry envelope bytes")
 EVENTS = TopicSpec("vex.events", "student key", "NormalizedEvent v1")
+REKEYED = TopicSpec("vex.events.rekeyed", "student key",
+                    "NormalizedEvent v1 (internal: events whose raw line sat on another partition than its student's)")
 DEADLETTER = TopicSpec("vex.deadletter", "student key or none", "DeadLetter v1")
 CLOCK = TopicSpec("vex.clock", "none (sent to an explicit partition)", "ClockTick v1")
 RUNS = TopicSpec("vex.runs", "student key", "RunScored v1")
@@ -32,6 +34,13 @@ FEEDBACK = TopicSpec("vex.feedback", "student key", "FeedbackMessage v1")
 NUDGE_OUTCOMES = TopicSpec("vex.nudge.outcomes", "student key", "NudgeOutcome v1")
 
 ALL_TOPICS: tuple[TopicSpec, ...] = (
-    RAW, EVENTS, DEADLETTER, CLOCK, RUNS, TRIGGERS, EPISODES,
+    RAW, EVENTS, REKEYED, DEADLETTER, CLOCK, RUNS, TRIGGERS, EPISODES,
     CHAT_REQUESTS, FEEDBACK_REQUESTS, FEEDBACK, NUDGE_OUTCOMES,
 )
+
+#: What the stream agent consumes for the analysis, in the order to wait for
+#: them: a raw line keyed by its student is analysed where it is read; any other
+#: accepted line is re-keyed onto ``vex.events.rekeyed`` while the raw topic is
+#: consumed.  "The analysis is done with the input" = the worker's group has
+#: committed both (then ``vex.clock`` for the final tick of a replay).
+ANALYSIS_INPUTS: tuple[TopicSpec, ...] = (RAW, REKEYED)

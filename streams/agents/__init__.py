@@ -7,20 +7,19 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from topology.app import Pipeline
 
-#: What a worker process can run: ``stream`` = ingest + analysis + the live
-#: clock (the tables live here); ``feedback`` = the feedback stage and its
+#: What a worker process can run: ``stream`` = the stream agent (ingest and
+#: analysis) + the live clock (the tables live here); ``feedback`` = the feedback stage and its
 #: retries; ``store`` = the event store.
 ROLES = ("stream", "feedback", "store")
 
 
 def register_all(pipeline: Pipeline) -> None:
     """Attach the agents, timers and web pages of the worker's roles to the app."""
-    from streams.agents import analysis, clock, feedback, ingest, watchdog, web
+    from streams.agents import clock, feedback, stream, watchdog, web
 
     roles = pipeline.settings.worker_roles
     if "stream" in roles:
-        ingest.register(pipeline)
-        analysis.register(pipeline)
+        stream.register(pipeline)
         clock.register(pipeline)
     if "feedback" in roles:
         feedback.register(pipeline)

@@ -1,11 +1,12 @@
-"""The analysis agent: per-student state in tables, outputs on the analysis topics.
+"""Analysis: per-student state in tables, outputs on the analysis topics.
 
-One agent consumes the co-partitioned ``vex.events``, ``vex.clock`` and
-``vex.chat.requests``.  For each record it loads the student's state, runs the
-pure engine, publishes the outputs, then stores the state with the offset it
-applied: a re-delivered record (after a crash) finds its offset already
-applied and is skipped, while records the crash lost are simply recomputed —
-outputs carry ids derived from their inputs, so consumers drop duplicates.
+The handlers of the stream agent (:mod:`streams.agents.stream`) for accepted
+events, clock ticks and questions.  For each event it loads the student's
+state, runs the pure engine, publishes the outputs, then stores the state with
+the raw offset it applied: a re-delivered record (after a crash) finds its
+offset already applied and is skipped, while records the crash lost are simply
+recomputed — outputs carry ids derived from their inputs, so consumers drop
+duplicates.
 
 Time: live mode advances students on wall-clock ticks; replay mode advances
 them with event time — each event also moves its partition's watermark, and
@@ -20,8 +21,7 @@ import time
 from feedback.nudge import NudgeConfig
 from streams.agents.batching import BatchContext, TableBuffer
 from streams.agents.due import DueIndex
-from streams.agents.emit import dead_letter_failure, publish
-from streams.agents.ingest import source_of
+from streams.agents.emit import publish
 from streams.engine import Output, StudentEngine
 from streams.nudging import answer_request
 from streams.programs import ChunkedMetricLog
@@ -83,9 +83,9 @@ def table_metric_log(table: object, student_key: str, keep: int) -> ChunkedMetri
 class Analysis:
     """The agent's handlers, sharing the pipeline, the tables and the due index."""
 
-    def __init__(self, p: Pipeline) -> None:
+    def __init__(self, p: Pipeline, context: BatchContext | None = None) -> None:
         self.p = p
-        self.context = BatchContext()
+        self.context = context or BatchContext()
         self.buffers = [TableBuffer(p.tables[name], self.context) for name in ("students", "programs", "metrics")]
         self.students, self.programs, self.metric_table = self.buffers
         self.live = p.settings.clock_mode == "live"
@@ -100,6 +100,9 @@ class Analysis:
         self.cache: dict[str, StudentState] = {}
         """Decoded states of this worker's students (the table holds the truth;
         emptied at every rebalance and for a student whose processing failed)."""
+        self.saved: dict[str, bytes] = {}
+        """The serialized form of each cached state as last saved (the checkpoint
+        of its next event, without serializing it again)."""
 
     # -- state ----------------------------------------------------------------------
     def load(self, key: str) -> StudentState:
@@ -107,7 +110,10 @@ class Analysis:
         if cached is not None:
             return cached
         raw = self.students.get(key.encode())
-        return StudentState.from_bytes(raw, self.p.config) if raw else StudentState(key)
+        if not raw:
+            return StudentState(key)
+        self.saved[key] = raw
+        return StudentState.from_bytes(raw, self.p.config)
 
     def flush(self) -> None:
         """Write the batch's table changes (after its outputs were enqueued).
@@ -128,6 +134,7 @@ class Analysis:
     def forget(self) -> None:
         """Drop every cached state and index entry (partitions moved)."""
         self.cache.clear()
+        self.saved.clear()
         self.marks.clear()
         self.disordered.clear()
         self.index.reset()
@@ -140,7 +147,8 @@ class Analysis:
     def save(self, engine: StudentEngine, partition: int) -> None:
         state = engine.state
         state.partition = partition
-        self.students[state.student_key.encode()] = state.to_bytes()
+        data = self.saved[state.student_key] = state.to_bytes()
+        self.students[state.student_key.encode()] = data
         self.cache[state.student_key] = state
         self.index.set(state.student_key, partition, engine.next_due(self.live))
 
@@ -149,6 +157,7 @@ class Analysis:
             engine.forget_session(session_id)
         del self.students[engine.state.student_key.encode()]
         self.cache.pop(engine.state.student_key, None)
+        self.saved.pop(engine.state.student_key, None)
         self.index.discard(engine.state.student_key)
 
     def load_partition(self, partition: int) -> None:
@@ -171,14 +180,20 @@ class Analysis:
 
     # -- handlers -------------------------------------------------------------------
     async def on_event(self, value: bytes, source: SourceRef) -> None:
-        event = decode(NormalizedEvent, value)
+        """A ``NormalizedEvent`` record (from the re-keyed events topic)."""
+        await self.analyse(decode(NormalizedEvent, value), source.partition)
+
+    async def analyse(self, event: NormalizedEvent, partition: int) -> None:
+        """Run one accepted event through its student's engine; ``partition`` is the
+        one the student's state lives on (the input record's partition)."""
         state = self.load(event.student_key)
-        self.checkpoint = (event.student_key, state.to_bytes() if state.last_ts is not None else None)
+        self.checkpoint = (event.student_key, self.saved.get(event.student_key) if state.last_ts is not None
+                           else None)
         raw = event.source
         if raw is not None and raw.offset <= state.applied.get(str(raw.partition), -1):
             self.p.metrics.duplicates_skipped.inc()
             return
-        self.load_partition(source.partition)
+        self.load_partition(partition)
         started = time.perf_counter()
         engine = self.engine_for(state)
         outputs = engine.on_event(event)
@@ -186,9 +201,9 @@ class Analysis:
         await self.emit(outputs, event.student_key)
         if raw is not None:
             state.applied[str(raw.partition)] = raw.offset
-        self.save(engine, source.partition)
+        self.save(engine, partition)
         if not self.live:
-            await self.follow_watermark(source.partition, event.ts, event.student_key)
+            await self.follow_watermark(partition, event.ts, event.student_key)
 
     async def follow_watermark(self, partition: int, ts: float, current: str) -> None:
         """Replay mode: advance this partition's other students to its event time.
@@ -220,9 +235,11 @@ class Analysis:
         key, raw = self.checkpoint
         if raw is None:
             self.cache.pop(key, None)
+            self.saved.pop(key, None)
             del self.students[key.encode()]
         else:
             self.cache[key] = StudentState.from_bytes(raw, self.p.config)
+            self.saved[key] = raw
             self.students[key.encode()] = raw
 
     def watermark(self, partition: int, ts: float) -> float:
@@ -273,38 +290,3 @@ class Analysis:
         programs = TableProgramStore(self.programs, chat.student_key)
         log = table_metric_log(self.metric_table, chat.student_key, self.p.config.max_metric_events)
         await publish(self.p, answer_request(chat, state, programs, log), chat.student_key)
-
-
-def register(p: Pipeline) -> None:
-    analysis = Analysis(p)
-    p.extras["analysis"] = analysis
-    handlers = {T.EVENTS.name: analysis.on_event, T.CLOCK.name: analysis.on_tick,
-                T.CHAT_REQUESTS.name: analysis.on_chat}
-    names = {p.settings.topic(s.name): s for s in (T.EVENTS, T.CLOCK, T.CHAT_REQUESTS)}
-
-    @p.app.on_partitions_assigned.connect
-    async def _reassigned(app: object, assigned: object = None, **kwargs: object) -> None:  # noqa: ARG001
-        analysis.forget()
-
-    channel = p.app.topic(*names, key_serializer="raw", value_serializer="raw")
-
-    async def one(event: object) -> None:
-        message = event.message  # type: ignore[attr-defined]
-        spec = names[message.topic]
-        p.metrics.records_in.labels(spec.name).inc()
-        source = source_of(message)
-        key = message.key.decode() if message.key else None
-        analysis.context.enter(event)
-        analysis.checkpoint = None
-        try:
-            await handlers[spec.name](message.value or b"", source)
-        except Exception as exc:  # noqa: BLE001 - the stage edge: dead-letter and go on
-            analysis.restore_checkpoint()
-            await dead_letter_failure(p, "analysis", message.value, source, exc, key)
-
-    @p.app.agent(channel, name="analysis")
-    async def analysis_agent(stream):  # type: ignore[no-untyped-def]
-        async for events in stream.take_events(p.settings.worker_batch_max, within=p.settings.worker_batch_within_ms / 1000):
-            for event in events:
-                await one(event)
-            analysis.flush()

@@ -1,4 +1,4 @@
-"""The ingest agent: raw telemetry → ``vex.events`` or ``vex.deadletter``.
+"""Ingest: raw telemetry → ``vex.events`` or ``vex.deadletter`` (part of the stream agent).
 
 Keyed by student on both sides, so a student's events stay in order.  The
 per-student memory of accepted envelope ids (the ``ingest-seen`` table)
@@ -35,67 +35,81 @@ def source_of(message: object) -> SourceRef:
 
 
 
-def register(p: Pipeline) -> None:
-    context = BatchContext()
-    seen_table = TableBuffer(p.tables["ingest-seen"], context)
-    window = p.settings.ingest_dedupe_window
-    cache: dict[str, SeenIds] = {}
+class Ingest:
+    """The ingest handler of the stream agent: one raw line at a time.
 
-    def seen_ids(student: str) -> SeenIds:
-        seen = cache.get(student)
+    Publishes each accepted event on ``vex.events`` (and a re-delivered one
+    again) and returns it for the analysis; rejected lines go to the
+    dead-letter topic.  Writes to the ``ingest-seen`` table are buffered until
+    :meth:`flush`, after the batch's outputs.
+    """
+
+    def __init__(self, p: Pipeline, context: BatchContext) -> None:
+        self.p = p
+        self.seen_table = TableBuffer(p.tables["ingest-seen"], context)
+        self.window = p.settings.ingest_dedupe_window
+        self.cache: dict[str, SeenIds] = {}
+        self.dirty: set[str] = set()
+
+    def seen_ids(self, student: str) -> SeenIds:
+        seen = self.cache.get(student)
         if seen is None:
-            raw = seen_table.get(student.encode())
-            seen = cache[student] = SeenIds(orjson.loads(raw) if raw else None, limit=window)
+            raw = self.seen_table.get(student.encode())
+            seen = self.cache[student] = SeenIds(orjson.loads(raw) if raw else None, limit=self.window)
         return seen
 
-    async def handle(value: bytes, source: SourceRef) -> None:
+    async def on_raw(self, value: bytes, source: SourceRef) -> NormalizedEvent | None:
+        """Validate one raw line; the event to analyse, or None (blank or rejected)."""
+        p = self.p
         if is_blank(value):
             p.metrics.ingest_blank.inc()
-            return
+            return None
         out = decode_line(value, source)
         if isinstance(out, NormalizedEvent) and not out.event_id.startswith("h:"):
-            seen = seen_ids(out.student_key)
+            seen = self.seen_ids(out.student_key)
             first = seen.accepted_at(out.event_id)
             if first == source.offset:
                 # a re-delivery of the record we accepted (the worker restarted before
                 # committing): publish again; the analysis drops the copy by its raw offset
                 p.metrics.duplicates_skipped.inc()
                 await publish(p, out, out.student_key)
-                return
+                return out
             if first is not None:
                 out = Rejected(RejectReason.DUPLICATE_ID,
                                f"envelope id {out.event_id} was already accepted for this student",
                                out.event_id, out.student_key, out.session_id)
             else:
-                seen.add(out.event_id, source.offset)
                 await publish(p, out, out.student_key)
-                seen_table[out.student_key.encode()] = orjson.dumps(seen.to_json())
+                seen.add(out.event_id, source.offset)
+                self.seen_table[out.student_key.encode()] = b""  # placeholder: serialized at flush
+                self.dirty.add(out.student_key)
                 p.metrics.ingest_accepted.inc()
-                return
+                return out
         elif isinstance(out, NormalizedEvent):
             await publish(p, out, out.student_key)
             p.metrics.ingest_accepted.inc()
-            return
+            return out
         await _reject(p, out, value, source)
+        return None
 
-    @p.app.on_partitions_assigned.connect
-    async def _reassigned(app: object, assigned: object = None, **kwargs: object) -> None:  # noqa: ARG001
-        cache.clear()
+    def _serialize(self) -> None:
+        """Put the serialized window of every student changed since the last call."""
+        for student in self.dirty:
+            key = student.encode()
+            _placeholder, event = self.seen_table.pending[key]
+            self.seen_table.pending[key] = (orjson.dumps(self.cache[student].to_json()), event)
+        self.dirty.clear()
 
-    @p.app.agent(p.topic(T.RAW), name="ingest")
-    async def ingest(stream):  # type: ignore[no-untyped-def]
-        async for events in stream.take_events(p.settings.worker_batch_max, within=p.settings.worker_batch_within_ms / 1000):
-            for event in events:
-                message = event.message
-                context.enter(event)
-                p.metrics.records_in.labels(T.RAW.name).inc()
-                source = source_of(message)
-                try:
-                    await handle(message.value or b"", source)
-                except Exception as exc:  # noqa: BLE001 - the stage edge: dead-letter and go on
-                    cache.clear()  # re-read the ids from the table for the next lines
-                    await dead_letter_failure(p, "ingest", message.value, source, exc)
-            seen_table.flush()
+    def flush(self) -> None:
+        """Write the batch's changed id windows (each serialized once per batch)."""
+        self._serialize()
+        self.seen_table.flush()
+
+    def forget(self) -> None:
+        """Drop the cached windows (partitions moved, or a line failed midway);
+        the batch's pending writes stay and are flushed with it."""
+        self._serialize()
+        self.cache.clear()
 
 
 async def _reject(p: Pipeline, rejected: Rejected, value: bytes, source: SourceRef) -> None:

@@ -27,7 +27,7 @@ from tests.datafiles import SAMPLE_CLASSROOM
 from tests.fakes.process import fake_ollama_subprocess
 from tests.fakes.scratch_db import scratch_database
 from tests.integration.pipeline import isolated, start_worker
-from topology.kafka_admin import committed_offsets, ensure_topics, wait_consumed
+from topology.kafka_admin import committed_offsets, ensure_topics, wait_analysed, wait_consumed
 from topology.producer import produce_lines
 from topology.replay import delete_topics, horizon_of, send_final_ticks
 from topology.settings import Settings
@@ -73,12 +73,11 @@ def oracle(settings: Settings) -> dict[str, tuple[str, str | None]]:
 
 async def drain(settings: Settings, until_no_pending_s: float = 90.0) -> None:
     """Wait until the worker consumed everything and no nudge is pending."""
-    for topic in ("vex.telemetry.raw", "vex.events"):
-        await wait_consumed(settings, settings.app_id, settings.topic(topic), 180)
+    await wait_analysed(settings, 180)
     horizon = horizon_of(LINES)
     assert horizon is not None
     await send_final_ticks(settings, horizon)
-    for topic in ("vex.clock", "vex.events", "vex.feedback.requests"):
+    for topic in ("vex.clock", "vex.feedback.requests"):
         await wait_consumed(settings, settings.app_id, settings.topic(topic), 180)
     deadline = time.monotonic() + until_no_pending_s
     while await pending(settings) and time.monotonic() < deadline:
@@ -135,7 +134,7 @@ def test_kill_9_mid_replay_neither_loses_nor_duplicates_a_nudge(lane: Lane) -> N
         first = worker(lane)
         producing = asyncio.ensure_future(produce_lines(lane.settings, LINES, rate=250))
         s = lane.settings
-        while sum((await committed_offsets(s, s.app_id, s.topic("vex.events"))).values()) < len(LINES) // 2:
+        while sum((await committed_offsets(s, s.app_id, s.topic("vex.telemetry.raw"))).values()) < len(LINES) // 2:
             assert first.alive, first.log_tail()
             await asyncio.sleep(0.1)
         first.kill()

@@ -13,7 +13,7 @@ from streams.local import read_lines
 from tests.datafiles import MALFORMED_DEFECTS, SAMPLE_CLASSROOM, SAMPLE_MALFORMED
 from tests.integration.pipeline import isolated, read_values, run, start_worker
 from tests.unit.streams.test_ingest import run_file
-from topology.kafka_admin import ensure_topics, wait_consumed
+from topology.kafka_admin import ensure_topics, wait_analysed
 from topology.producer import produce_lines
 from topology.schemas import DeadLetter, NormalizedEvent, decode
 
@@ -27,8 +27,7 @@ def test_events_and_dead_letters_are_exactly_the_accepted_and_rejected_lines(sta
     try:
         for path in (SAMPLE_CLASSROOM, SAMPLE_MALFORMED):
             run(produce_lines(settings, read_lines(path.read_bytes())))
-        for topic in ("vex.telemetry.raw", "vex.events"):
-            run(wait_consumed(settings, settings.app_id, settings.topic(topic), 120))
+        run(wait_analysed(settings, 120))
         topics = run(read_values(settings, ["vex.events", "vex.deadletter"]))
     finally:
         worker.stop()

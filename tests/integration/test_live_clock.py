@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 import pytest
 
 from tests.integration.pipeline import isolated, read_values, start_worker
-from topology.kafka_admin import ensure_topics, wait_consumed
+from topology.kafka_admin import ensure_topics, wait_analysed
 from topology.producer import produce_lines
 from topology.schemas import TriggerFired, decode
 from topology.settings import Settings
@@ -42,7 +42,7 @@ def test_ticks_alert_quiet_students_and_skip_forgotten_ones(stack, unique_prefix
                               "--set", "trigger_student_recency_hours=1")
         try:
             await produce_lines(settings, lines)
-            await wait_consumed(settings, settings.app_id, settings.topic("vex.events"), 60)
+            await wait_analysed(settings, 60)
             deadline = time.monotonic() + 30
             while time.monotonic() < deadline:
                 found = await triggers(settings)

@@ -14,7 +14,7 @@ from streams.ids import trigger_id
 from streams.local import read_lines
 from tests.datafiles import SAMPLE_CLASSROOM, golden_for
 from tests.integration.pipeline import isolated, start_worker
-from topology.kafka_admin import committed_offsets, ensure_topics, wait_consumed
+from topology.kafka_admin import committed_offsets, ensure_topics, wait_analysed, wait_consumed
 from topology.producer import produce_lines
 from topology.replay import ReplayResult, collect_outputs, delete_topics, horizon_of, send_final_ticks
 from topology.settings import Settings
@@ -35,8 +35,7 @@ def golden_ids() -> set[str]:
 
 
 async def finish(settings: Settings, lines: list[bytes]) -> ReplayResult:
-    for topic in ("vex.telemetry.raw", "vex.events"):
-        await wait_consumed(settings, settings.app_id, settings.topic(topic), 180)
+    await wait_analysed(settings, 180)
     horizon = horizon_of(lines)
     assert horizon is not None
     await send_final_ticks(settings, horizon)
@@ -46,8 +45,8 @@ async def finish(settings: Settings, lines: list[bytes]) -> ReplayResult:
     return result
 
 
-async def events_committed(settings: Settings) -> int:
-    return sum((await committed_offsets(settings, settings.app_id, settings.topic("vex.events"))).values())
+async def raw_committed(settings: Settings) -> int:
+    return sum((await committed_offsets(settings, settings.app_id, settings.topic("vex.telemetry.raw"))).values())
 
 
 def test_kill_9_midway_then_restart_fires_every_trigger_once(stack, unique_prefix) -> None:
@@ -59,11 +58,11 @@ def test_kill_9_midway_then_restart_fires_every_trigger_once(stack, unique_prefi
         first = start_worker(settings)
         producing = asyncio.ensure_future(produce_lines(settings, lines, rate=250))
         deadline = time.monotonic() + 120
-        while await events_committed(settings) < len(lines) // 3:
+        while await raw_committed(settings) < len(lines) // 3:
             assert first.alive and time.monotonic() < deadline, first.log_tail()
             await asyncio.sleep(0.1)
         first.kill()  # SIGKILL: no flush, no commit, no goodbye
-        killed_at = await events_committed(settings)
+        killed_at = await raw_committed(settings)
         second = start_worker(settings)
         try:
             await producing

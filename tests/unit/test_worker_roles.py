@@ -43,7 +43,7 @@ def _agents(settings: Settings) -> tuple[set[str], set[str]]:
 def test_stream_role_has_the_tables_and_stream_agents_only(tmp_path) -> None:
     agents, tables = _agents(_settings(tmp_path, "stream"))
     assert tables  # the state lives with the stream role
-    assert agents == {"ingest", "analysis"}
+    assert agents == {"stream"}  # ingest and analysis in one agent
 
 
 def test_feedback_role_has_no_tables_and_no_stream_agents(tmp_path) -> None:

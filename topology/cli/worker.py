@@ -57,6 +57,17 @@ def with_overrides(settings: Settings, args: argparse.Namespace) -> Settings:
     return settings.model_copy(update=overrides(args))
 
 
+def use_event_loop(kind: str) -> None:
+    """Make new event loops (the worker's and its consumer thread's) ``kind`` loops."""
+    if kind == "uvloop":
+        import uvloop
+
+        asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+    else:
+        asyncio.set_event_loop_policy(asyncio.DefaultEventLoopPolicy())
+    asyncio.set_event_loop(asyncio.new_event_loop())
+
+
 def run(args: argparse.Namespace, settings: Settings) -> int:
     try:
         settings = with_overrides(settings, args)
@@ -77,6 +88,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         return 1
     if created:
         print(f"vexnudge worker: created {len(created)} topics", file=sys.stderr)
+    use_event_loop(settings.worker_event_loop)
     pipeline = build_pipeline(settings)
     worker = Worker(pipeline.app, loglevel=args.loglevel, redirect_stdouts=False)
     try:

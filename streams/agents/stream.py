@@ -1,0 +1,144 @@
+"""The stream agent: ingest and analysis in one pass over each raw line.
+
+One agent (one actor, so a student's records are handled strictly one at a
+time) consumes the co-partitioned ``vex.telemetry.raw``, ``vex.events.rekeyed``,
+``vex.clock`` and ``vex.chat.requests``:
+
+* a raw line is validated (:class:`~streams.agents.ingest.Ingest`); an
+  accepted event is published on ``vex.events`` for the event store and
+  analysts, and then
+
+  - if the line sits on its student's partition (producers key lines by the
+    student, as ``vexnudge produce`` does), it is analysed right here: its
+    state lives on this partition;
+  - otherwise it is published on ``vex.events.rekeyed`` under the student's
+    key and analysed when that record comes back on the student's partition;
+
+* a re-keyed event, a clock tick or a question goes to its
+  :class:`~streams.agents.analysis.Analysis` handler.
+
+Each event thus crosses Faust once, not twice (ingest, then analysis of what
+ingest wrote): the per-record cost of a stream is most of a worker's CPU
+(docs/performance.md, "Pipeline").  Table writes of both stages are buffered
+per batch and written after the batch's outputs.  A failure on one record
+dead-letters it with the stage that failed; the agent goes on.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from streams.agents.analysis import Analysis
+from streams.agents.batching import BatchContext
+from streams.agents.emit import dead_letter_failure, publish
+from streams.agents.ingest import Ingest, source_of
+from streams.partitioning import partition_for
+from topology import topics as T
+from topology.app import Pipeline
+from topology.transport import deliver_all
+from topology.schemas import NormalizedEvent, SourceRef
+
+
+class Stream:
+    """Dispatch of one record to the stage that handles its topic."""
+
+    def __init__(self, p: Pipeline, *, analysis: bool = True) -> None:
+        self.p = p
+        self.analysing = analysis
+        self.context = BatchContext()
+        self.ingest = Ingest(p, self.context)
+        self.analysis = Analysis(p, self.context)
+        self.partitions = p.settings.topic_partitions
+        self.home: dict[str, int] = {}
+        """The partition of each student key seen (murmur2 is slow in Python)."""
+        self.names = {p.settings.topic(s.name): s.name
+                      for s in (T.RAW, T.REKEYED, T.CLOCK, T.CHAT_REQUESTS)}
+
+    def home_partition(self, student_key: str) -> int:
+        partition = self.home.get(student_key)
+        if partition is None:
+            if len(self.home) > 100_000:
+                self.home.clear()
+            partition = self.home[student_key] = partition_for(student_key, self.partitions)
+        return partition
+
+    async def on_raw(self, value: bytes, source: SourceRef) -> None:
+        try:
+            event = await self.ingest.on_raw(value, source)
+        except Exception as exc:  # noqa: BLE001 - the stage edge: dead-letter and go on
+            self.ingest.forget()  # re-read the ids from the table for the next lines
+            await dead_letter_failure(self.p, "ingest", value, source, exc)
+            return
+        if event is not None and self.analysing:
+            await self.analyse(event, value, source)
+
+    async def analyse(self, event: NormalizedEvent, value: bytes, source: SourceRef) -> None:
+        if self.home_partition(event.student_key) != source.partition:
+            await publish(self.p, event, event.student_key, T.REKEYED)
+            return
+        try:
+            await self.analysis.analyse(event, source.partition)
+        except Exception as exc:  # noqa: BLE001 - the stage edge: dead-letter and go on
+            self.analysis.restore_checkpoint()
+            await dead_letter_failure(self.p, "analysis", value, source, exc, event.student_key)
+
+    async def one(self, event: Any) -> None:
+        message = event.message
+        name = self.names[message.topic]
+        self.p.metrics.records_in.labels(name).inc()
+        source = source_of(message)
+        value = message.value or b""
+        self.context.enter(event)
+        self.analysis.checkpoint = None
+        if name == T.RAW.name:
+            await self.on_raw(value, source)
+            return
+        handler = {T.REKEYED.name: self.analysis.on_event, T.CLOCK.name: self.analysis.on_tick,
+                   T.CHAT_REQUESTS.name: self.analysis.on_chat}[name]
+        try:
+            await handler(value, source)
+        except Exception as exc:  # noqa: BLE001 - the stage edge: dead-letter and go on
+            self.analysis.restore_checkpoint()
+            key = message.key.decode() if message.key else None
+            await dead_letter_failure(self.p, "analysis", message.value, source, exc, key)
+
+    async def outputs_delivered(self) -> None:
+        """Wait until the broker has every record sent so far (the batch's outputs).
+
+        The batch's state is written only after this, so a crash can never
+        leave a state that records an event as applied while its outputs were
+        lost — whatever order the producer's batches leave in (linger, several
+        brokers, retries).
+        """
+        await deliver_all(self.p.app)
+
+    def flush(self) -> None:
+        """Write the batch's table changes (after its outputs were delivered)."""
+        self.ingest.flush()
+        self.analysis.flush()
+
+    def forget(self) -> None:
+        """Drop the cached state (partitions moved)."""
+        self.ingest.forget()
+        self.analysis.forget()
+
+
+def register(p: Pipeline, *, analysis: bool = True) -> None:
+    """The stream agent; ``analysis=False`` runs ingest alone (the ingest benchmark)."""
+    stream = Stream(p, analysis=analysis)
+    p.extras["stream"] = stream
+
+    @p.app.on_partitions_assigned.connect
+    async def _reassigned(app: object, assigned: object = None, **kwargs: object) -> None:  # noqa: ARG001
+        stream.forget()
+
+    channel = p.app.topic(*stream.names, key_serializer="raw", value_serializer="raw")
+
+    @p.app.agent(channel, name="stream")
+    async def stream_agent(records):  # type: ignore[no-untyped-def]
+        async for events in records.take_events(p.settings.worker_batch_max,
+                                                within=p.settings.worker_batch_within_ms / 1000):
+            for event in events:
+                await stream.one(event)
+            await stream.outputs_delivered()
+            stream.flush()
