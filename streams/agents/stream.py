@@ -26,6 +26,7 @@ dead-letters it with the stage that failed; the agent goes on.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Any
 
 from streams.agents.analysis import Analysis
@@ -136,9 +137,15 @@ def register(p: Pipeline, *, analysis: bool = True) -> None:
 
     @p.app.agent(channel, name="stream")
     async def stream_agent(records):  # type: ignore[no-untyped-def]
-        async for events in records.take_events(p.settings.worker_batch_max,
-                                                within=p.settings.worker_batch_within_ms / 1000):
-            for event in events:
-                await stream.one(event)
-            await stream.outputs_delivered()
-            stream.flush()
+        await run_batches(records.take_events(p.settings.worker_batch_max,
+                                              within=p.settings.worker_batch_within_ms / 1000), stream)
+
+
+async def run_batches(batches: AsyncIterator[list[Any]], stream: Stream) -> None:
+    """Each batch: every record handled (outputs sent), the outputs delivered,
+    then the batch's state written."""
+    async for events in batches:
+        for event in events:
+            await stream.one(event)
+        await stream.outputs_delivered()
+        stream.flush()

@@ -50,3 +50,22 @@ def test_feedback_role_has_no_tables_and_no_stream_agents(tmp_path) -> None:
     agents, tables = _agents(_settings(tmp_path, "feedback"))
     assert tables == set()
     assert agents == {"feedback"}
+
+
+@pytest.mark.parametrize("kind", ["uvloop", "asyncio"])
+def test_worker_event_loop_setting_chooses_the_loop(kind: str) -> None:
+    import asyncio
+
+    import uvloop
+
+    from topology.cli.worker import use_event_loop
+
+    try:
+        use_event_loop(kind)
+        loop = asyncio.get_event_loop_policy().new_event_loop()
+        assert isinstance(loop, uvloop.Loop) is (kind == "uvloop")
+        loop.close()
+    finally:
+        asyncio.get_event_loop().close()
+        asyncio.set_event_loop_policy(None)
+        asyncio.set_event_loop(asyncio.new_event_loop())

@@ -1,0 +1,164 @@
+"""The stream agent's pass over raw lines, with a recording producer and tables:
+where each event is analysed, and that a batch's state is written only after
+its outputs were delivered."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from streams.agents.stream import Stream, run_batches
+from streams.config import EngineConfig
+from streams.ingest import routing_key
+from streams.local import read_lines
+from streams.partitioning import partition_for
+from streams.scoring import TreeEditScorer
+from tests.datafiles import SAMPLE_CLASSROOM
+from topology import topics as T
+from topology.app import Pipeline
+from topology.kafka_admin import TABLES
+from topology.metrics import WorkerMetrics
+from topology.settings import Settings
+
+PARTITIONS = 8
+
+
+class Log(list):  # type: ignore[type-arg]
+    """What happened, in order: ("send", topic), ("delivered",), ("table", name)."""
+
+
+class RecordingTable(dict):  # type: ignore[type-arg]
+    def __init__(self, name: str, log: Log) -> None:
+        super().__init__()
+        self.name, self.log = name, log
+
+    def __setitem__(self, key: bytes, value: bytes) -> None:
+        self.log.append(("table", self.name))
+        super().__setitem__(key, value)
+
+    def __delitem__(self, key: bytes) -> None:
+        self.log.append(("table", self.name))
+        super().__delitem__(key)
+
+
+class Accumulator:
+    def __init__(self, log: Log) -> None:
+        self.log = log
+
+    async def flush_for_commit(self) -> None:
+        self.log.append(("delivered",))
+
+
+class Producer:
+    def __init__(self, log: Log) -> None:
+        self.log, self.sent = log, []
+        self.buffer = self
+        self._message_accumulator = Accumulator(log)
+
+    async def send(self, topic: str, key: bytes | None, value: bytes, partition: int | None,
+                   timestamp: Any, headers: Any) -> None:
+        self.log.append(("send", topic))
+        self.sent.append((topic, key, value))
+
+    async def flush(self) -> None:  # Faust's send buffer
+        return None
+
+    def _ensure_producer(self) -> Producer:
+        return self
+
+
+class App:
+    def __init__(self, log: Log) -> None:
+        self.producer = Producer(log)
+
+
+class Message:
+    def __init__(self, topic: str, partition: int, offset: int, value: bytes, key: bytes | None) -> None:
+        self.topic, self.partition, self.offset, self.value, self.key = topic, partition, offset, value, key
+        self.headers = [("vex-line", str(offset + 1).encode())]
+
+
+class Event:
+    def __init__(self, message: Message) -> None:
+        self.message = message
+
+
+def _stream(tmp_path, log: Log) -> Stream:  # type: ignore[no-untyped-def]
+    settings = Settings(app_id="vx-unit", worker_datadir=tmp_path, worker_web_port=0, clock_mode="replay",
+                        topic_partitions=PARTITIONS)
+    p = Pipeline(settings=settings, app=App(log), topics={},  # type: ignore[arg-type]
+                 tables={name: RecordingTable(name, log) for name in TABLES},  # type: ignore[misc]
+                 metrics=WorkerMetrics(), config=EngineConfig.from_settings(settings),
+                 scorer=TreeEditScorer())
+    return Stream(p)
+
+
+def _lines_by_home() -> tuple[list[bytes], list[bytes]]:
+    """The sample classroom's lines of one student homed on partition 0 and of one homed elsewhere."""
+    by_student: dict[str, list[bytes]] = {}
+    for line in read_lines(SAMPLE_CLASSROOM.read_bytes()):
+        by_student.setdefault(routing_key(line) or "", []).append(line)
+    home = next(lines for key, lines in by_student.items() if partition_for(key, PARTITIONS) == 0)
+    away = next(lines for key, lines in by_student.items() if partition_for(key, PARTITIONS) != 0)
+    return home, away
+
+
+async def _batches(events: list[Event], size: int):  # type: ignore[no-untyped-def]
+    for start in range(0, len(events), size):
+        yield events[start:start + size]
+
+
+def test_a_line_on_its_students_partition_is_analysed_where_it_is_read(tmp_path) -> None:
+    log = Log()
+    stream = _stream(tmp_path, log)
+    home, away = _lines_by_home()
+    raw = stream.p.settings.topic(T.RAW.name)
+    events = [Event(Message(raw, 0, i, line, None)) for i, line in enumerate(home[:40] + away[:40])]
+    asyncio.run(run_batches(_batches(events, 25), stream))
+    sent: list[tuple[str, bytes | None, bytes]] = stream.p.app.producer.sent  # type: ignore[attr-defined]
+    topics = [topic for topic, _, _ in sent]
+    assert topics.count(T.EVENTS.name) == 80  # every accepted line is published once
+    assert topics.count(T.REKEYED.name) == 40  # only the student homed elsewhere is re-keyed
+    assert {key for topic, key, _ in sent if topic == T.REKEYED.name} == {routing_key(away[0]).encode()}
+    assert T.RUNS.name in topics  # the home student's runs were scored right away
+    home_key, away_key = routing_key(home[0]), routing_key(away[0])
+    assert home_key.encode() in stream.p.tables["students"]
+    assert away_key.encode() not in stream.p.tables["students"]  # its state waits for the re-keyed records
+
+
+def test_a_batch_writes_its_state_only_after_its_outputs_were_delivered(tmp_path) -> None:
+    log = Log()
+    stream = _stream(tmp_path, log)
+    home, _ = _lines_by_home()
+    raw = stream.p.settings.topic(T.RAW.name)
+    events = [Event(Message(raw, 0, i, line, None)) for i, line in enumerate(home[:60])]
+    asyncio.run(run_batches(_batches(events, 20), stream))
+    # Split at each delivery: between two deliveries come the previous batch's table
+    # writes, then this batch's sends; never a table write after a send.
+    segments: list[list[str]] = [[]]
+    for entry in log:
+        if entry == ("delivered",):
+            segments.append([])
+        else:
+            segments[-1].append(entry[0])
+    assert len(segments) == 4  # three batches, three deliveries
+    for segment in segments:
+        assert segment == sorted(segment, key=lambda kind: kind == "send"), segment
+    assert "send" not in segments[-1] and "table" in segments[-1]  # the last batch's state, after delivery
+    assert "table" not in segments[0]  # nothing written before the first delivery
+    assert all("table" in segment for segment in segments[1:])
+
+
+@pytest.mark.parametrize("bad", [b'{"id": 1, "studentID": "s"', b'\xff\xfe not json'])
+def test_a_bad_line_is_dead_lettered_and_the_next_line_goes_on(tmp_path, bad: bytes) -> None:
+    log = Log()
+    stream = _stream(tmp_path, log)
+    home, _ = _lines_by_home()
+    raw = stream.p.settings.topic(T.RAW.name)
+    events = [Event(Message(raw, 0, 0, bad, None)), Event(Message(raw, 0, 1, home[0], None))]
+    asyncio.run(run_batches(_batches(events, 10), stream))
+    topics = [topic for topic, _, _ in stream.p.app.producer.sent]  # type: ignore[attr-defined]
+    assert topics[0] == T.DEADLETTER.name
+    assert T.EVENTS.name in topics[1:]
