@@ -113,10 +113,22 @@ class Stream:
         """
         await deliver_all(self.p.app)
 
-    def flush(self) -> None:
-        """Write the batch's table changes (after its outputs were delivered)."""
+    async def write_state(self) -> None:
+        """Write the batch's table changes (after its outputs were delivered).
+
+        In phases, each delivered before the next starts, so whatever a crash
+        lets through is consistent however the producer splits the changelog
+        records into requests: new programs, metric chunks and ingest's id
+        windows; then the student states that refer to them; then deletions
+        of what no state refers to any more (at worst an unreferenced program
+        stays).
+        """
         self.ingest.flush()
-        self.analysis.flush()
+        self.analysis.write_new()
+        await deliver_all(self.p.app)
+        self.analysis.write_states()
+        await deliver_all(self.p.app)
+        self.analysis.write_deletions()
 
     def forget(self) -> None:
         """Drop the cached state (partitions moved)."""
@@ -143,9 +155,9 @@ def register(p: Pipeline, *, analysis: bool = True) -> None:
 
 async def run_batches(batches: AsyncIterator[list[Any]], stream: Stream) -> None:
     """Each batch: every record handled (outputs sent), the outputs delivered,
-    then the batch's state written."""
+    then the batch's state written (in delivered phases)."""
     async for events in batches:
         for event in events:
             await stream.one(event)
         await stream.outputs_delivered()
-        stream.flush()
+        await stream.write_state()

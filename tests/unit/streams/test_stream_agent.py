@@ -26,7 +26,7 @@ PARTITIONS = 8
 
 
 class Log(list):  # type: ignore[type-arg]
-    """What happened, in order: ("send", topic), ("delivered",), ("table", name)."""
+    """What happened, in order: ("send", topic), ("delivered",), ("put" | "delete", table)."""
 
 
 class RecordingTable(dict):  # type: ignore[type-arg]
@@ -35,11 +35,11 @@ class RecordingTable(dict):  # type: ignore[type-arg]
         self.name, self.log = name, log
 
     def __setitem__(self, key: bytes, value: bytes) -> None:
-        self.log.append(("table", self.name))
+        self.log.append(("put", self.name))
         super().__setitem__(key, value)
 
     def __delitem__(self, key: bytes) -> None:
-        self.log.append(("table", self.name))
+        self.log.append(("delete", self.name))
         super().__delitem__(key)
 
 
@@ -135,20 +135,24 @@ def test_a_batch_writes_its_state_only_after_its_outputs_were_delivered(tmp_path
     raw = stream.p.settings.topic(T.RAW.name)
     events = [Event(Message(raw, 0, i, line, None)) for i, line in enumerate(home[:60])]
     asyncio.run(run_batches(_batches(events, 20), stream))
-    # Split at each delivery: between two deliveries come the previous batch's table
-    # writes, then this batch's sends; never a table write after a send.
-    segments: list[list[str]] = [[]]
+    # Split at each delivery.  Per batch: its sends, a delivery, new programs / metric
+    # chunks / id windows, a delivery, the student states, a delivery, deletions.
+    segments: list[list[tuple[str, ...]]] = [[]]
     for entry in log:
         if entry == ("delivered",):
             segments.append([])
         else:
-            segments[-1].append(entry[0])
-    assert len(segments) == 4  # three batches, three deliveries
+            segments[-1].append(entry)
+    assert len(segments) == 3 * 3 + 1  # three batches, three deliveries each
     for segment in segments:
-        assert segment == sorted(segment, key=lambda kind: kind == "send"), segment
-    assert "send" not in segments[-1] and "table" in segments[-1]  # the last batch's state, after delivery
-    assert "table" not in segments[0]  # nothing written before the first delivery
-    assert all("table" in segment for segment in segments[1:])
+        kinds = [entry[0] for entry in segment]
+        assert kinds == sorted(kinds, key=lambda kind: kind == "send"), segment  # no table write after a send
+        states = ("put", "students") in segment
+        assert not (states and any(e[0] == "put" and e[1] in ("programs", "metrics") for e in segment))
+        assert not (states and any(e[0] == "delete" for e in segment))
+    assert not any(e[0] in ("put", "delete") for e in segments[0])  # nothing before the first delivery
+    assert any(("put", "programs") in seg for seg in segments) and any(("put", "students") in seg for seg in segments)
+    assert "send" not in [e[0] for e in segments[-1]]
 
 
 @pytest.mark.parametrize("bad", [b'{"id": 1, "studentID": "s"', b'\xff\xfe not json'])
