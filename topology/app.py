@@ -63,11 +63,14 @@ def _faust_app(settings: Settings) -> faust.App:
         # "Ingest").  Measured: ingest + analysis +18-28 % events/s (591 -> 699/s),
         # ingest alone 780 -> 1,497/s; peak RSS while catching up +50-70 MiB.
         consumer_max_fetch_size=4 * 1024 * 1024,
-        # Fewer, fuller produce requests (docs/performance.md, "Pipeline": linger 10 ms
-        # +25-30 % events/s).  Order does not matter for correctness: the stream agent
-        # waits until its batch's outputs are delivered before it writes the state
-        # that records them (streams/agents/stream.py), and cuts the linger short then.
-        producer_linger_ms=settings.producer_linger_ms,
+        # linger 0: records leave in the order they were produced (outputs before the
+        # state write that records them as done, new programs before the states that
+        # refer to them), so a crash never keeps a state whose outputs or programs
+        # were lost; batching still happens while a request is in flight.  Linger
+        # 10 ms measured +25-30 % events/s, but waiting for delivery before each
+        # batch's state (what would make it safe) stalled rebalances under load
+        # (docs/performance.md, "Pipeline").
+        producer_linger_ms=0,
         producer_max_batch_size=262144,
         consumer_metadata_max_age_ms=60000,
         producer_metadata_max_age_ms=60000,

@@ -79,8 +79,6 @@ class Settings(BaseSettings):
     """WORKER_BATCH_MAX: records the stream agent takes per batch (state written once per batch, after its outputs are delivered)."""
     worker_batch_within_ms: float = Field(10.0, gt=0, le=1000)
     """WORKER_BATCH_WITHIN_MS: how long a batch waits to fill: up to this much latency per stage, for throughput."""
-    producer_linger_ms: int = Field(10, ge=0, le=1000)
-    """PRODUCER_LINGER_MS: how long the worker's producer waits to fill a batch (the stream agent sends its batch's outputs at once when it ends)."""
     consumer_fetch_max_wait_ms: int = Field(100, ge=1, le=5000)
     """CONSUMER_FETCH_MAX_WAIT_MS: how long a fetch waits for data (Faust fixes 1,500)."""
     broker_session_timeout_s: float = Field(60.0, ge=6.0)

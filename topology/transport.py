@@ -44,15 +44,3 @@ def register() -> None:
     """Make ``vexkafka://`` resolve to :class:`Transport` (idempotent)."""
     drivers.TRANSPORTS.aliases[SCHEME] = f"{__name__}:Transport"
 
-
-async def deliver_all(app: Any) -> None:
-    """Send every record the app's producer holds now and wait until the broker has them.
-
-    Like Kafka's ``Producer.flush()``: batches still lingering
-    (``producer_linger_ms``) leave at once instead of when their linger ends.
-    Faust's send buffer (table changelogs) is drained first.
-    """
-    producer = app.producer
-    await producer.buffer.flush()
-    client = producer._ensure_producer()  # noqa: SLF001 - the driver's AIOKafkaProducer
-    await client._message_accumulator.flush_for_commit()  # noqa: SLF001 - closes and wakes the batches

@@ -116,23 +116,25 @@ class Analysis:
         return StudentState.from_bytes(raw, self.p.config)
 
     def write_new(self) -> None:
-        """Phase 1 of writing a batch's state: new programs and metric chunks."""
+        """First: new programs and metric chunks."""
         self.programs.flush(deletes=False)
         self.metric_table.flush(deletes=False)
 
     def write_states(self) -> None:
-        """Phase 2: the student states that refer to them (and the watermarks)."""
+        """Then: the student states that refer to them (and the watermarks)."""
         self.students.flush()
         self.flush_watermarks()
 
     def write_deletions(self) -> None:
-        """Phase 3: deletions of programs and chunks no state needs any more."""
+        """Last: deletions of programs and chunks no state needs any more."""
         self.programs.flush()
         self.metric_table.flush()
 
     def flush(self) -> None:
-        """Write the batch's table changes in the three phases, without waiting
-        between them (the stream agent waits for delivery between phases)."""
+        """Write the batch's table changes (after its outputs were sent), in this
+        order: the changelog records leave in it, so whatever prefix of them a
+        crash lets through is consistent (a restored state never refers to a
+        program or chunk that is gone; at worst an unreferenced one stays)."""
         self.write_new()
         self.write_states()
         self.write_deletions()

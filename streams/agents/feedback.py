@@ -23,7 +23,6 @@ from streams.agents.ingest import source_of
 from topology import topics as T
 from topology.app import Pipeline
 from topology.schemas import FeedbackMessage, FeedbackRequest, Lane, NormalizedEvent, NudgeOutcome, decode
-from topology.transport import deliver_all
 
 log = logging.getLogger("vexnudge.feedback")
 RETRY_INTERVAL_S = 5.0
@@ -62,10 +61,7 @@ class Resources:
             self.service = None
 
     async def publish(self, record: FeedbackMessage | NudgeOutcome) -> None:
-        """Send and wait until the broker has it (no linger: a student is waiting,
-        and the message is marked published only after this)."""
         await publish(self.p, record, record.student_key)
-        await deliver_all(self.p.app)
 
     async def close(self) -> None:
         for task in list(self.tasks):

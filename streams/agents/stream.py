@@ -36,7 +36,6 @@ from streams.agents.ingest import Ingest, source_of
 from streams.partitioning import partition_for
 from topology import topics as T
 from topology.app import Pipeline
-from topology.transport import deliver_all
 from topology.schemas import NormalizedEvent, SourceRef
 
 
@@ -103,32 +102,19 @@ class Stream:
             key = message.key.decode() if message.key else None
             await dead_letter_failure(self.p, "analysis", message.value, source, exc, key)
 
-    async def outputs_delivered(self) -> None:
-        """Wait until the broker has every record sent so far (the batch's outputs).
+    def flush(self) -> None:
+        """Write the batch's table changes, after all of its outputs were sent.
 
-        The batch's state is written only after this, so a crash can never
-        leave a state that records an event as applied while its outputs were
-        lost — whatever order the producer's batches leave in (linger, several
-        brokers, retries).
-        """
-        await deliver_all(self.p.app)
-
-    async def write_state(self) -> None:
-        """Write the batch's table changes (after its outputs were delivered).
-
-        In phases, each delivered before the next starts, so whatever a crash
-        lets through is consistent however the producer splits the changelog
-        records into requests: new programs, metric chunks and ingest's id
-        windows; then the student states that refer to them; then deletions
-        of what no state refers to any more (at worst an unreferenced program
-        stays).
+        The producer keeps one order (``producer_linger_ms=0``: every record
+        leaves in the order it was sent), and the writes go in an order of
+        which any prefix is consistent: ingest's id windows, new programs and
+        metric chunks, then the student states that refer to them, then
+        deletions of what no state refers to any more.  A crash that stops the
+        producer midway therefore never leaves a state whose outputs or
+        programs were lost (at worst an unreferenced program stays).
         """
         self.ingest.flush()
-        self.analysis.write_new()
-        await deliver_all(self.p.app)
-        self.analysis.write_states()
-        await deliver_all(self.p.app)
-        self.analysis.write_deletions()
+        self.analysis.flush()
 
     def forget(self) -> None:
         """Drop the cached state (partitions moved)."""
@@ -154,10 +140,8 @@ def register(p: Pipeline, *, analysis: bool = True) -> None:
 
 
 async def run_batches(batches: AsyncIterator[list[Any]], stream: Stream) -> None:
-    """Each batch: every record handled (outputs sent), the outputs delivered,
-    then the batch's state written (in delivered phases)."""
+    """Each batch: every record handled (its outputs sent), then the batch's state written."""
     async for events in batches:
         for event in events:
             await stream.one(event)
-        await stream.outputs_delivered()
-        await stream.write_state()
+        stream.flush()
