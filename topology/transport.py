@@ -43,4 +43,3 @@ class Transport(driver.Transport):
 def register() -> None:
     """Make ``vexkafka://`` resolve to :class:`Transport` (idempotent)."""
     drivers.TRANSPORTS.aliases[SCHEME] = f"{__name__}:Transport"
-

@@ -115,29 +115,21 @@ class Analysis:
         self.saved[key] = raw
         return StudentState.from_bytes(raw, self.p.config)
 
-    def write_new(self) -> None:
-        """First: new programs and metric chunks."""
+    def flush(self) -> None:
+        """Write the batch's table changes (after its outputs were sent).
+
+        Order: new programs and metric chunks, then the student states that
+        refer to them, then deletions of programs and chunks no state needs any
+        more.  The changelog records leave in this order, so whatever prefix of
+        them a crash lets through is consistent: a restored state never refers
+        to a program or chunk that is gone (at worst an unreferenced one stays).
+        """
         self.programs.flush(deletes=False)
         self.metric_table.flush(deletes=False)
-
-    def write_states(self) -> None:
-        """Then: the student states that refer to them (and the watermarks)."""
         self.students.flush()
-        self.flush_watermarks()
-
-    def write_deletions(self) -> None:
-        """Last: deletions of programs and chunks no state needs any more."""
         self.programs.flush()
         self.metric_table.flush()
-
-    def flush(self) -> None:
-        """Write the batch's table changes (after its outputs were sent), in this
-        order: the changelog records leave in it, so whatever prefix of them a
-        crash lets through is consistent (a restored state never refers to a
-        program or chunk that is gone; at worst an unreferenced one stays)."""
-        self.write_new()
-        self.write_states()
-        self.write_deletions()
+        self.flush_watermarks()
 
     def forget(self) -> None:
         """Drop every cached state and index entry (partitions moved)."""

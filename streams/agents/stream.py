@@ -26,7 +26,7 @@ dead-letters it with the stage that failed; the agent goes on.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from typing import Any
 
 from streams.agents.analysis import Analysis
@@ -53,6 +53,8 @@ class Stream:
         """The partition of each student key seen (murmur2 is slow in Python)."""
         self.names = {p.settings.topic(s.name): s.name
                       for s in (T.RAW, T.REKEYED, T.CLOCK, T.CHAT_REQUESTS)}
+        self.handlers = {T.REKEYED.name: self.analysis.on_event, T.CLOCK.name: self.analysis.on_tick,
+                         T.CHAT_REQUESTS.name: self.analysis.on_chat}
 
     def home_partition(self, student_key: str) -> int:
         partition = self.home.get(student_key)
@@ -69,18 +71,21 @@ class Stream:
             self.ingest.forget()  # re-read the ids from the table for the next lines
             await dead_letter_failure(self.p, "ingest", value, source, exc)
             return
-        if event is not None and self.analysing:
-            await self.analyse(event, value, source)
-
-    async def analyse(self, event: NormalizedEvent, value: bytes, source: SourceRef) -> None:
+        if event is None or not self.analysing:
+            return
         if self.home_partition(event.student_key) != source.partition:
             await publish(self.p, event, event.student_key, T.REKEYED)
             return
+        await self.analysed(self.analysis.analyse(event, source.partition), value, source, event.student_key)
+
+    async def analysed(self, step: Awaitable[None], value: bytes, source: SourceRef, key: str | None) -> None:
+        """Run one analysis step; a failure restores the student's state and
+        dead-letters the record."""
         try:
-            await self.analysis.analyse(event, source.partition)
+            await step
         except Exception as exc:  # noqa: BLE001 - the stage edge: dead-letter and go on
             self.analysis.restore_checkpoint()
-            await dead_letter_failure(self.p, "analysis", value, source, exc, event.student_key)
+            await dead_letter_failure(self.p, "analysis", value, source, exc, key)
 
     async def one(self, event: Any) -> None:
         message = event.message
@@ -93,14 +98,8 @@ class Stream:
         if name == T.RAW.name:
             await self.on_raw(value, source)
             return
-        handler = {T.REKEYED.name: self.analysis.on_event, T.CLOCK.name: self.analysis.on_tick,
-                   T.CHAT_REQUESTS.name: self.analysis.on_chat}[name]
-        try:
-            await handler(value, source)
-        except Exception as exc:  # noqa: BLE001 - the stage edge: dead-letter and go on
-            self.analysis.restore_checkpoint()
-            key = message.key.decode() if message.key else None
-            await dead_letter_failure(self.p, "analysis", message.value, source, exc, key)
+        key = message.key.decode() if message.key else None
+        await self.analysed(self.handlers[name](value, source), value, source, key)
 
     def flush(self) -> None:
         """Write the batch's table changes, after all of its outputs were sent.
