@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import Any
 
 from feedback.nudge import NudgeConfig
 from streams.agents.batching import BatchContext, TableBuffer
@@ -86,16 +87,17 @@ class Analysis:
     def __init__(self, p: Pipeline, context: BatchContext | None = None) -> None:
         self.p = p
         self.context = context or BatchContext()
-        self.buffers = [TableBuffer(p.tables[name], self.context) for name in ("students", "programs", "metrics")]
-        self.students, self.programs, self.metric_table = self.buffers
+        self.buffers = [TableBuffer(p.tables[name], self.context, p.app.producer)
+                        for name in ("students", "programs", "metrics", "watermarks")]
+        self.students, self.programs, self.metric_table, self.watermarks = self.buffers
         self.live = p.settings.clock_mode == "live"
         self.nudge = NudgeConfig.from_settings(p.settings)
         self.index = DueIndex()
-        self.watermarks = p.tables["watermarks"]
         self.checkpoint: tuple[str, bytes | None] | None = None
         """The state of the student being processed, as it was before the event."""
-        self.marks: dict[int, tuple[float, int]] = {}
-        """Per partition: the replay watermark and how many raises since it was stored."""
+        self.marks: dict[int, tuple[float, int, Any]] = {}
+        """Per partition: the replay watermark, how many raises since it was stored,
+        and the last event that raised it (whose partition the stored value goes to)."""
         self.disordered: set[int] = set()
         self.cache: dict[str, StudentState] = {}
         """Decoded states of this worker's students (the table holds the truth;
@@ -115,7 +117,7 @@ class Analysis:
         self.saved[key] = raw
         return StudentState.from_bytes(raw, self.p.config)
 
-    def flush(self) -> None:
+    async def flush(self) -> None:
         """Write the batch's table changes (after its outputs were sent).
 
         Order: new programs and metric chunks, then the student states that
@@ -124,12 +126,12 @@ class Analysis:
         them a crash lets through is consistent: a restored state never refers
         to a program or chunk that is gone (at worst an unreferenced one stays).
         """
-        self.programs.flush(deletes=False)
-        self.metric_table.flush(deletes=False)
-        self.students.flush()
-        self.programs.flush()
-        self.metric_table.flush()
-        self.flush_watermarks()
+        await self.programs.flush(deletes=False)
+        await self.metric_table.flush(deletes=False)
+        await self.students.flush()
+        await self.programs.flush()
+        await self.metric_table.flush()
+        await self.flush_watermarks()
 
     def forget(self) -> None:
         """Drop every cached state and index entry (partitions moved)."""
@@ -251,20 +253,22 @@ class Analysis:
         """
         if partition not in self.marks:
             stored = self.watermarks.get(f"p{partition}".encode())
-            self.marks[partition] = (float(stored) if stored else ts, 0)
-        mark, raises = self.marks[partition]
+            self.marks[partition] = (float(stored) if stored else ts, 0, None)
+        mark, raises, event = self.marks[partition]
         if ts > mark:
-            mark, raises = ts, raises + 1
-        self.marks[partition] = (mark, raises)
+            mark, raises, event = ts, raises + 1, self.context.event
+        self.marks[partition] = (mark, raises, event)
         return mark
 
-    def flush_watermarks(self) -> None:
-        """Store each partition's watermark after 64 raises (once per batch at most)."""
-        for partition, (mark, raises) in self.marks.items():
-            if raises >= 64 and self.context.event is not None:
-                self.context.enter(self.context.event)
+    async def flush_watermarks(self) -> None:
+        """Store each partition's watermark after 64 raises (once per batch at most),
+        on the partition of the event that raised it."""
+        for partition, (mark, raises, event) in self.marks.items():
+            if raises >= 64 and event is not None:
+                self.context.enter(event)
                 self.watermarks[f"p{partition}".encode()] = repr(mark).encode()
-                self.marks[partition] = (mark, 0)
+                self.marks[partition] = (mark, 0, event)
+        await self.watermarks.flush()
 
     async def advance(self, key: str, partition: int, now: float, *, inclusive: bool, final: bool) -> None:
         engine = self.engine_for(self.load(key))

@@ -2,10 +2,17 @@
 
 Agents take events in small batches (``stream.take_events``).  Outputs are
 published as each event is processed; table writes go to a :class:`TableBuffer`
-and reach the table — with the partition of the event that made them — only
+and reach the table — on the partition of the event that made them — only
 when the batch is flushed.  So every output is enqueued before the state that
 records it as done, and a student with many events in a batch costs one state
 write, not one per event.  Reads see the buffered values.
+
+A flush writes each change as Faust's ``table[key] = value`` would — the record
+on the table's changelog topic, the value in the local store — but enqueues
+the record on the producer in the agent's own task, right after the batch's
+outputs.  Faust's own path queues changelog records for a background task that
+sends them one loop iteration at a time, so one batch's state left in dozens
+of small produce requests (docs/performance.md, "Pipeline").
 """
 
 from __future__ import annotations
@@ -13,6 +20,7 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
+from faust.stores.base import Store
 from faust.streams import _current_event
 
 
@@ -31,9 +39,11 @@ class BatchContext:
 class TableBuffer:
     """A Faust table seen through one batch's pending writes (bytes keys and values)."""
 
-    def __init__(self, table: Any, context: BatchContext) -> None:
-        self.table, self.context = table, context
+    def __init__(self, table: Any, context: BatchContext, producer: Any) -> None:
+        self.table, self.context, self.producer = table, context, producer
         self.pending: dict[bytes, tuple[bytes | None, Any]] = {}
+        self.topic = ""
+        """The changelog topic (known once the app is set up; taken at the first write)."""
 
     def get(self, key: bytes) -> bytes | None:
         if key in self.pending:
@@ -51,22 +61,41 @@ class TableBuffer:
         """The table's items (pending writes are not included; flush first)."""
         return self.table.items()
 
-    def flush(self, *, puts: bool = True, deletes: bool = True) -> int:
-        """Write the pending values (``puts``) and deletions (``deletes``) to the
-        table, in the order they were first made; returns how many."""
+    async def flush(self, *, puts: bool = True, deletes: bool = True) -> int:
+        """Write the pending values (``puts``) and deletions (``deletes``), in the
+        order they were first made; returns how many were flushed."""
         written = 0
         for key, (value, event) in list(self.pending.items()):
             if (puts if value is not None else deletes) is False:
                 continue
-            _current_event.set(weakref.ref(event))
-            if value is not None:
-                self.table[key] = value
-            elif self.table.get(key) is not None:
-                del self.table[key]
+            if value is not None or self.table.get(key) is not None:
+                await self.write(key, value, event)
             del self.pending[key]
             written += 1
         return written
 
-    def discard(self) -> None:
-        """Forget the pending writes (the batch failed as a whole)."""
-        self.pending.clear()
+    async def write(self, key: bytes, value: bytes | None, event: Any) -> None:
+        """One change on the partition of the event that made it: its changelog
+        record enqueued, then the local store updated (a RocksDB store files
+        the value under the current event's partition)."""
+        if not self.topic:
+            self.topic = self.table.changelog_topic.get_topic_name()
+        _current_event.set(weakref.ref(event))
+        sent = await self.producer.send(self.topic, key, value, event.message.partition, None, None)
+        store = self.table.data
+        if value is None:
+            del store[key]
+        else:
+            store[key] = value
+        if getattr(type(store), "set_persisted_offset", _NOT_PERSISTED) is not _NOT_PERSISTED:
+            # RocksDB remembers the changelog offset it holds: recovery resumes there.
+            sent.add_done_callback(lambda done: _persisted(store, done))
+
+
+_NOT_PERSISTED = Store.set_persisted_offset
+
+
+def _persisted(store: Any, sent: Any) -> None:
+    if not sent.cancelled() and sent.exception() is None:
+        metadata = sent.result()
+        store.set_persisted_offset(metadata.topic_partition, metadata.offset)

@@ -46,7 +46,7 @@ class Ingest:
 
     def __init__(self, p: Pipeline, context: BatchContext) -> None:
         self.p = p
-        self.seen_table = TableBuffer(p.tables["ingest-seen"], context)
+        self.seen_table = TableBuffer(p.tables["ingest-seen"], context, p.app.producer)
         self.window = p.settings.ingest_dedupe_window
         self.cache: dict[str, SeenIds] = {}
         self.dirty: set[str] = set()
@@ -100,10 +100,10 @@ class Ingest:
             self.seen_table.pending[key] = (orjson.dumps(self.cache[student].to_json()), event)
         self.dirty.clear()
 
-    def flush(self) -> None:
+    async def flush(self) -> None:
         """Write the batch's changed id windows (each serialized once per batch)."""
         self._serialize()
-        self.seen_table.flush()
+        await self.seen_table.flush()
 
     def forget(self) -> None:
         """Drop the cached windows (partitions moved, or a line failed midway);

@@ -101,7 +101,7 @@ class Stream:
         key = message.key.decode() if message.key else None
         await self.analysed(self.handlers[name](value, source), value, source, key)
 
-    def flush(self) -> None:
+    async def flush(self) -> None:
         """Write the batch's table changes, after all of its outputs were sent.
 
         The producer keeps one order (``producer_linger_ms=0``: every record
@@ -112,8 +112,8 @@ class Stream:
         producer midway therefore never leaves a state whose outputs or
         programs were lost (at worst an unreferenced program stays).
         """
-        self.ingest.flush()
-        self.analysis.flush()
+        await self.ingest.flush()
+        await self.analysis.flush()
 
     def forget(self) -> None:
         """Drop the cached state (partitions moved)."""
@@ -143,4 +143,4 @@ async def run_batches(batches: AsyncIterator[list[Any]], stream: Stream) -> None
     async for events in batches:
         for event in events:
             await stream.one(event)
-        stream.flush()
+        await stream.flush()

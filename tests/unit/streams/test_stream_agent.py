@@ -26,29 +26,36 @@ PARTITIONS = 8
 
 
 class Log(list):  # type: ignore[type-arg]
-    """What happened, in order: ("send", topic), ("put" | "delete", table)."""
+    """What the producer sent, in order: ("send", topic) for an output,
+    ("put" | "delete", table) for a record on a table's changelog."""
+
+
+class Changelog:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def get_topic_name(self) -> str:
+        return f"changelog:{self.name}"
 
 
 class RecordingTable(dict):  # type: ignore[type-arg]
-    def __init__(self, name: str, log: Log) -> None:
+    """A table whose local store is itself; its writes are seen on the producer."""
+
+    def __init__(self, name: str) -> None:
         super().__init__()
-        self.name, self.log = name, log
-
-    def __setitem__(self, key: bytes, value: bytes) -> None:
-        self.log.append(("put", self.name))
-        super().__setitem__(key, value)
-
-    def __delitem__(self, key: bytes) -> None:
-        self.log.append(("delete", self.name))
-        super().__delitem__(key)
+        self.changelog_topic = Changelog(name)
+        self.data = self
 
 
 class Producer:
     def __init__(self, log: Log) -> None:
         self.log, self.sent = log, []
 
-    async def send(self, topic: str, key: bytes | None, value: bytes, partition: int | None,
+    async def send(self, topic: str, key: bytes | None, value: bytes | None, partition: int | None,
                    timestamp: Any, headers: Any) -> None:
+        if topic.startswith("changelog:"):
+            self.log.append(("put" if value is not None else "delete", topic.removeprefix("changelog:")))
+            return
         self.log.append(("send", topic))
         self.sent.append((topic, key, value))
 
@@ -73,7 +80,7 @@ def _stream(tmp_path, log: Log) -> Stream:  # type: ignore[no-untyped-def]
     settings = Settings(app_id="vx-unit", worker_datadir=tmp_path, worker_web_port=0, clock_mode="replay",
                         topic_partitions=PARTITIONS)
     p = Pipeline(settings=settings, app=App(log), topics={},  # type: ignore[arg-type]
-                 tables={name: RecordingTable(name, log) for name in TABLES},  # type: ignore[misc]
+                 tables={name: RecordingTable(name) for name in TABLES},  # type: ignore[misc]
                  metrics=WorkerMetrics(), config=EngineConfig.from_settings(settings),
                  scorer=TreeEditScorer())
     return Stream(p)
