@@ -14,6 +14,7 @@ from typing import Any
 import faust
 
 from streams.config import EngineConfig
+from streams.partitioning import partition_for
 from streams.scoring import TreeEditScorer
 from topology import topics as T
 from topology import transport
@@ -34,10 +35,23 @@ class Pipeline:
     config: EngineConfig
     scorer: TreeEditScorer
     extras: dict[str, Any] = field(default_factory=dict)
+    partitions: dict[str, int] = field(default_factory=dict)
+    """The partition of each key seen (murmur2 is slow in Python)."""
 
     def topic(self, spec: T.TopicSpec) -> faust.TopicT:
         """The Faust topic of a contract topic."""
         return self.topics[spec.name]
+
+    def partition_of(self, key: str) -> int:
+        """The partition of a key on every contract topic: Kafka's default
+        partitioner (all topics have ``TOPIC_PARTITIONS`` partitions; the
+        worker refuses any other count), remembered for the next record."""
+        partition = self.partitions.get(key)
+        if partition is None:
+            if len(self.partitions) > 100_000:
+                self.partitions.clear()
+            partition = self.partitions[key] = partition_for(key, self.settings.topic_partitions)
+        return partition
 
 
 def _faust_app(settings: Settings) -> faust.App:

@@ -33,7 +33,6 @@ from streams.agents.analysis import Analysis
 from streams.agents.batching import BatchContext
 from streams.agents.emit import dead_letter_failure, publish
 from streams.agents.ingest import Ingest, source_of
-from streams.partitioning import partition_for
 from topology import topics as T
 from topology.app import Pipeline
 from topology.schemas import NormalizedEvent, SourceRef
@@ -48,21 +47,10 @@ class Stream:
         self.context = BatchContext()
         self.ingest = Ingest(p, self.context)
         self.analysis = Analysis(p, self.context)
-        self.partitions = p.settings.topic_partitions
-        self.home: dict[str, int] = {}
-        """The partition of each student key seen (murmur2 is slow in Python)."""
         self.names = {p.settings.topic(s.name): s.name
                       for s in (T.RAW, T.REKEYED, T.CLOCK, T.CHAT_REQUESTS)}
         self.handlers = {T.REKEYED.name: self.analysis.on_event, T.CLOCK.name: self.analysis.on_tick,
                          T.CHAT_REQUESTS.name: self.analysis.on_chat}
-
-    def home_partition(self, student_key: str) -> int:
-        partition = self.home.get(student_key)
-        if partition is None:
-            if len(self.home) > 100_000:
-                self.home.clear()
-            partition = self.home[student_key] = partition_for(student_key, self.partitions)
-        return partition
 
     async def on_raw(self, value: bytes, source: SourceRef) -> None:
         try:
@@ -73,7 +61,7 @@ class Stream:
             return
         if event is None or not self.analysing:
             return
-        if self.home_partition(event.student_key) != source.partition:
+        if self.p.partition_of(event.student_key) != source.partition:
             await publish(self.p, event, event.student_key, T.REKEYED)
             return
         await self.analysed(self.analysis.analyse(event, source.partition), value, source, event.student_key)

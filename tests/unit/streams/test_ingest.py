@@ -92,6 +92,28 @@ def test_workspace_reading_table(project: object, status: str) -> None:
     assert read_workspace(project)[0] == status
 
 
+@pytest.mark.parametrize("text", [
+    '{"workspace": "<xml/>"}',
+    '{"workspace": "<x>\\ud800</x>"}',  # a lone surrogate: orjson refuses it, json reads it
+    '{"workspace": "<xml/>", "speed": NaN}',
+    '{"workspace": 123456789012345678901234567890}',  # orjson would read a float
+    '{"workspace": "a", "workspace": "<b/>"}',
+    '{"workspace": null}',
+    '{"workspace": "  "}',
+    '{"workspace": "<xml/>"} trailing',
+    '[1, 2',
+    '"\\u0000"',
+])
+def test_a_project_string_reads_as_json_alone_reads_it(text: str) -> None:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        expected: tuple[str, str | None] = ("project_not_json", None)
+    else:
+        expected = ("project_not_object", None) if isinstance(value, str) else read_workspace(value)
+    assert read_workspace(text) == expected
+
+
 def _line(**payload: object) -> bytes:
     base = {"studentID": " Otter12 ", "sessionID": "s1", "timestamp": "2026-05-06T09:14:07Z",
             "eventType": "runProject"}
