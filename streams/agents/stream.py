@@ -92,8 +92,10 @@ class Stream:
     async def flush(self) -> None:
         """Write the batch's table changes, after all of its outputs were sent.
 
-        The producer keeps one order (``producer_linger_ms=0``: every record
-        leaves in the order it was sent), and the writes go in an order of
+        The changelog records are enqueued here, on the producer the outputs
+        went to (:class:`~streams.agents.batching.TableBuffer`), which keeps
+        one order (``producer_linger_ms=0``: every record leaves in the order
+        it was sent); the writes go in an order of
         which any prefix is consistent: ingest's id windows, new programs and
         metric chunks, then the student states that refer to them, then
         deletions of what no state refers to any more.  A crash that stops the
