@@ -1,12 +1,15 @@
 """Commit-gap healing: re-read a partition whose commit cannot advance.
 
 Faust commits a partition only up to the first offset its stream has not
-acknowledged.  A record fetched just as a rebalance suspends the flow can be
+acknowledged (``topology/transport.py`` makes that hold for a single missing
+record too).  A record fetched just as a rebalance suspends the flow can be
 marked read without ever reaching the agent (a race in the consumer's fetch
 loop), leaving a hole that blocks every later commit of that partition: the
-worker keeps processing, but a restart would redo everything since.  This
-timer notices a hole that persists across two checks and seeks the partition
-back to its committed offset, so the missing records are delivered again.
+worker keeps processing, but a restart would redo everything since; when the
+lost records are the partition's last, they are not processed at all until
+more input arrives.  This timer notices a hole or a lost tail that persists
+across two checks and seeks the partition back to its committed offset, so the
+missing records are delivered again.
 Every stage is idempotent on re-delivery (raw-offset guards, derived ids), so
 re-reading is always safe.
 """
@@ -15,31 +18,54 @@ from __future__ import annotations
 
 import logging
 
+from topology import topics as T
 from topology.app import Pipeline
+from topology.transport import covered
 
 log = logging.getLogger("vexnudge.watchdog")
 CHECK_INTERVAL_S = 5.0
 
 
-def stuck_partitions(consumer: object) -> dict[object, int]:
-    """Partitions whose oldest unacknowledged record sits below acked ones."""
-    out = {}
+def stuck_partitions(consumer: object, topics: set[str]) -> dict[object, int]:
+    """Assigned partitions of ``topics`` (the agents' inputs, not the table
+    changelogs) whose commit cannot advance, with their committed offset.
+
+    * A hole: the lowest acknowledged offset is above the committed one, so a
+      record in between was read but never delivered (offsets the log itself
+      lacks, which Faust records as gaps, do not count).
+    * A lost tail: the partition has records beyond its committed offset, yet
+      none is in flight or acknowledged: the last records read never reached
+      the agent, and no later record will show the hole (the input ended).
+      Paused partitions (a table recovery in progress) are left alone.
+    """
     acked_lists = consumer._acked  # type: ignore[attr-defined]  # noqa: SLF001
     committed = consumer._committed_offset  # type: ignore[attr-defined]  # noqa: SLF001
-    for tp, acked in list(acked_lists.items()):
+    gaps = consumer._gap  # type: ignore[attr-defined]  # noqa: SLF001
+    in_flight = {m.tp for m in list(consumer._unacked_messages)}  # type: ignore[attr-defined]  # noqa: SLF001
+    paused = consumer._paused_partitions  # type: ignore[attr-defined]  # noqa: SLF001
+    out: dict[object, int] = {}
+    for tp in consumer.assignment():  # type: ignore[attr-defined]
+        if tp.topic not in topics:
+            continue
         offset = committed.get(tp)
-        if acked and offset and min(acked) - offset > 1:
-            out[tp] = offset
+        acked = acked_lists.get(tp)
+        if acked:
+            lowest = min(acked)
+            if offset is not None and lowest > offset and not covered(gaps.get(tp), offset, lowest):
+                out[tp] = offset
+        elif tp not in in_flight and tp not in paused and (consumer.highwater(tp) or 0) > (offset or 0):  # type: ignore[attr-defined]
+            out[tp] = offset or 0
     return out
 
 
 def register(p: Pipeline) -> None:
     suspects: dict[object, int] = {}
+    topics = {p.settings.topic(spec.name) for spec in T.ALL_TOPICS}
 
     @p.app.timer(CHECK_INTERVAL_S)
     async def heal_commit_gaps() -> None:
         consumer = p.app.consumer
-        now = stuck_partitions(consumer)
+        now = stuck_partitions(consumer, topics)
         for tp, offset in now.items():
             if suspects.get(tp) == offset:
                 log.warning("commit of %s stuck at %d behind unacknowledged records: re-reading", tp, offset)

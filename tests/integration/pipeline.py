@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable
+from pathlib import Path
 
 from topology.kafka_admin import read_to_end
 from topology.settings import Settings
@@ -16,9 +17,10 @@ def isolated(settings: Settings, prefix: str, **overrides: object) -> Settings:
     return settings.model_copy(update={"app_id": name, "topic_prefix": prefix, **overrides})
 
 
-def start_worker(settings: Settings, clock: str = "replay", *extra: str) -> WorkerProcess:
-    """A worker subprocess on the test's topics (fast commits)."""
-    return WorkerProcess(settings.app_id, settings.topic_prefix, clock=clock,
+def start_worker(settings: Settings, clock: str = "replay", *extra: str, datadir: Path | None = None) -> WorkerProcess:
+    """A worker subprocess on the test's topics (fast commits); a fresh data
+    directory unless ``datadir`` is given (a restart that keeps its RocksDB files)."""
+    return WorkerProcess(settings.app_id, settings.topic_prefix, clock=clock, datadir=datadir,
                          extra_args=["--commit-interval", "0.2", "--session-timeout", "10", *extra]).start()
 
 

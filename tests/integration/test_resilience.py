@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
@@ -14,10 +15,11 @@ from streams.ids import trigger_id
 from streams.local import read_lines
 from tests.datafiles import SAMPLE_CLASSROOM, golden_for
 from tests.integration.pipeline import isolated, start_worker
-from topology.kafka_admin import committed_offsets, ensure_topics, wait_analysed, wait_consumed
+from topology.kafka_admin import committed_offsets, end_offsets, ensure_topics, wait_analysed, wait_consumed
 from topology.producer import produce_lines
 from topology.replay import ReplayResult, collect_outputs, delete_topics, horizon_of, send_final_ticks
 from topology.settings import Settings
+from topology.workerproc import WorkerProcess
 
 pytestmark = pytest.mark.integration
 
@@ -140,3 +142,56 @@ def test_rocksdb_store_gives_the_same_triggers(stack, unique_prefix) -> None:
     finally:
         asyncio.run(delete_topics(settings))
     assert {t.trigger_id for t in result.observed.triggers} == golden_ids()
+
+
+def persisted_offsets(datadir: Path, table: str) -> dict[int, int]:
+    """The changelog offset each RocksDB partition file of ``table`` says it holds."""
+    from rocksdict import AccessType, Rdict
+
+    out: dict[int, int] = {}
+    for path in datadir.rglob(f"{table}-*.db"):
+        db = Rdict(str(path), access_type=AccessType.read_only())
+        try:
+            raw = db.get(b"__faust\0offset__")
+        finally:
+            db.close()
+        if raw is not None:
+            out[int(path.name.removesuffix(".db").rsplit("-", 1)[1])] = int(raw)
+    return out
+
+
+def test_rocksdb_store_resumes_from_its_persisted_changelog_offsets(stack, unique_prefix, tmp_path) -> None:
+    """The agent writes table changes itself; a RocksDB store must still learn the
+    changelog offset of each acknowledged write, so a restart resumes there."""
+    settings = isolated(stack, unique_prefix)
+    lines = read_lines(SAMPLE_CLASSROOM.read_bytes())
+    half = len(lines) // 2
+    datadir = tmp_path / "worker"
+
+    def worker() -> WorkerProcess:
+        return start_worker(settings, "replay", "--set", "worker_store=rocksdb://", datadir=datadir)
+
+    async def scenario() -> tuple[ReplayResult, dict[int, int], dict[int, int]]:
+        await ensure_topics(settings)
+        first = worker()
+        try:
+            await produce_lines(settings, lines[:half])
+            await wait_analysed(settings, 180)
+        finally:
+            assert first.stop() == 0, first.log_tail()
+        held = persisted_offsets(datadir, "students")
+        ends = await end_offsets(settings, f"{settings.app_id}-students-changelog")
+        second = worker()
+        try:
+            await produce_lines(settings, lines[half:])
+            return await finish(settings, lines), held, ends
+        finally:
+            second.stop()
+
+    try:
+        result, held, ends = asyncio.run(scenario())
+    finally:
+        asyncio.run(delete_topics(settings))
+    written = {partition: end - 1 for partition, end in ends.items() if end > 0}
+    assert written and held == written  # every partition file holds its last changelog record
+    assert_golden_triggers(result.observed.triggers)
