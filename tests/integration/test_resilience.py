@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -67,13 +68,15 @@ async def raw_committed(settings: Settings) -> int:
     return sum((await committed_offsets(settings, settings.app_id, settings.topic("vex.telemetry.raw"))).values())
 
 
-def test_kill_9_midway_then_restart_fires_every_trigger_once(stack, unique_prefix) -> None:
-    settings = isolated(stack, unique_prefix)
+def kill_9_midway(settings: Settings, worker: Callable[[], WorkerProcess]) -> tuple[ReplayResult, int, WorkerProcess]:
+    """Replay the sample classroom, SIGKILL the worker a third of the way in, start
+    another with ``worker()``; returns the outputs, the committed raw offset
+    at the kill and the second worker."""
     lines = read_lines(SAMPLE_CLASSROOM.read_bytes())
 
-    async def scenario() -> tuple[ReplayResult, int]:
+    async def scenario() -> tuple[ReplayResult, int, WorkerProcess]:
         await ensure_topics(settings)
-        first = start_worker(settings)
+        first = worker()
         producing = asyncio.ensure_future(produce_lines(settings, lines, rate=250))
         deadline = time.monotonic() + 120
         while await raw_committed(settings) < len(lines) // 3:
@@ -81,20 +84,38 @@ def test_kill_9_midway_then_restart_fires_every_trigger_once(stack, unique_prefi
             await asyncio.sleep(0.1)
         first.kill()  # SIGKILL: no flush, no commit, no goodbye
         killed_at = await raw_committed(settings)
-        second = start_worker(settings)
+        second = worker()
         try:
             await producing
-            return await finish(settings, lines), killed_at
+            return await finish(settings, lines), killed_at, second
         finally:
             second.stop()
 
     try:
-        result, killed_at = asyncio.run(scenario())
+        result, killed_at, second = asyncio.run(scenario())
     finally:
         asyncio.run(delete_topics(settings))
     assert 0 < killed_at < len(lines)
+    return result, killed_at, second
+
+
+def test_kill_9_midway_then_restart_fires_every_trigger_once(stack, unique_prefix) -> None:
+    settings = isolated(stack, unique_prefix)
+    result, _, _ = kill_9_midway(settings, lambda: start_worker(settings))
     got = Counter(t.trigger_id for t in result.observed.triggers)
     assert set(got) == golden_ids()
+
+
+def test_kill_9_of_a_rocksdb_worker_then_restart_on_its_data_directory(stack, unique_prefix, tmp_path) -> None:
+    """The killed worker's table files may hold writes the changelog never got:
+    the restarted worker drops them and rebuilds its tables from the changelogs."""
+    settings = isolated(stack, unique_prefix)
+    datadir = tmp_path / "worker"
+    result, _, second = kill_9_midway(settings, lambda: start_worker(
+        settings, "replay", "--set", "worker_store=rocksdb://", datadir=datadir))
+    assert "did not stop cleanly; dropped its RocksDB table files" in (datadir / "worker.log").read_text()
+    assert (datadir / "v1" / "clean-stop").exists()  # the second one stopped cleanly
+    assert_golden_triggers(result.observed.triggers)
 
 
 def test_two_workers_in_one_group_together_give_the_single_worker_output(stack, unique_prefix) -> None:

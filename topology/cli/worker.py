@@ -7,6 +7,7 @@ import asyncio
 import logging
 import os
 import sys
+from pathlib import Path
 
 from topology.settings import Settings
 
@@ -78,6 +79,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
     from topology.app import build_pipeline
     from topology.kafka_admin import ensure_topics
+    from topology.tablefiles import close_tables, open_tables
 
     try:
         created = asyncio.run(ensure_topics(settings))
@@ -90,6 +92,10 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         print(f"vexnudge worker: created {len(created)} topics", file=sys.stderr)
     use_event_loop(settings.worker_event_loop)
     pipeline = build_pipeline(settings)
+    tabledir = Path(pipeline.app.conf.tabledir) if settings.worker_store.startswith("rocksdb") else None
+    if tabledir is not None and open_tables(tabledir):
+        print(f"vexnudge worker: the last worker on {settings.worker_datadir} did not stop cleanly; "
+              "dropped its RocksDB table files, the tables are rebuilt from their changelogs", file=sys.stderr)
     worker = Worker(pipeline.app, loglevel=args.loglevel, redirect_stdouts=False)
     try:
         worker.execute_from_commandline()
@@ -97,6 +103,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         code = done.code if isinstance(done.code, int) else 0
     else:
         code = 0
+    if tabledir is not None and code == 0:
+        close_tables(tabledir)
     # The worker has committed, flushed and left its group by now; leave at once
     # rather than wait on library threads that may outlive the event loop.
     logging.shutdown()
