@@ -89,3 +89,13 @@ def test_records_in_flight_or_acknowledged_or_a_paused_partition_are_not_stuck()
     assert stuck_partitions(_watched({RAW: 10}, {RAW: 15}, in_flight=(RAW,)), TOPICS) == {}
     assert stuck_partitions(_watched({RAW: 10}, {RAW: 15}, acked={RAW: [10, 11]}), TOPICS) == {}
     assert stuck_partitions(_watched({RAW: 10}, {RAW: 15}, paused=(RAW,)), TOPICS) == {}
+
+
+def test_a_partition_that_moved_mid_check_is_not_stuck() -> None:
+    consumer = _watched({RAW: 10}, {RAW: 15})
+
+    def moved(tp: TP) -> int:
+        raise AssertionError("Partition is not assigned")
+
+    consumer.highwater = moved
+    assert stuck_partitions(consumer, TOPICS) == {}
