@@ -44,6 +44,8 @@ class TableBuffer:
         self.pending: dict[bytes, tuple[bytes | None, Any]] = {}
         self.topic = ""
         """The changelog topic (known once the app is set up; taken at the first write)."""
+        self.persists = False
+        """Whether the store remembers the changelog offset it holds (RocksDB)."""
 
     def get(self, key: bytes) -> bytes | None:
         if key in self.pending:
@@ -80,6 +82,8 @@ class TableBuffer:
         the value under the current event's partition)."""
         if not self.topic:
             self.topic = self.table.changelog_topic.get_topic_name()
+            store_type = type(self.table.data)
+            self.persists = getattr(store_type, "set_persisted_offset", _NOT_PERSISTED) is not _NOT_PERSISTED
         _current_event.set(weakref.ref(event))
         sent = await self.producer.send(self.topic, key, value, event.message.partition, None, None)
         store = self.table.data
@@ -87,8 +91,7 @@ class TableBuffer:
             del store[key]
         else:
             store[key] = value
-        if getattr(type(store), "set_persisted_offset", _NOT_PERSISTED) is not _NOT_PERSISTED:
-            # RocksDB remembers the changelog offset it holds: recovery resumes there.
+        if self.persists:  # recovery resumes from the offset the store holds
             sent.add_done_callback(lambda done: _persisted(store, done))
 
 

@@ -95,12 +95,12 @@ class Stream:
         The changelog records are enqueued here, on the producer the outputs
         went to (:class:`~streams.agents.batching.TableBuffer`), which keeps
         one order (``producer_linger_ms=0``: every record leaves in the order
-        it was sent); the writes go in an order of
-        which any prefix is consistent: ingest's id windows, new programs and
-        metric chunks, then the student states that refer to them, then
-        deletions of what no state refers to any more.  A crash that stops the
-        producer midway therefore never leaves a state whose outputs or
-        programs were lost (at worst an unreferenced program stays).
+        it was sent).  The writes go in an order of which any prefix is
+        consistent: ingest's id windows, new programs and metric chunks, then
+        the student states that refer to them, then deletions of what no state
+        refers to any more.  A crash that stops the producer midway therefore
+        never leaves a state whose outputs or programs were lost (at worst an
+        unreferenced program stays).
         """
         await self.ingest.flush()
         await self.analysis.flush()

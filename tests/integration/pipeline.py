@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
+from typing import TypeVar
 
-from topology.kafka_admin import read_to_end
+from topology.kafka_admin import ensure_topics, read_to_end
+from topology.replay import delete_topics
 from topology.settings import Settings
 from topology.workerproc import WorkerProcess
+
+R = TypeVar("R")
 
 
 def isolated(settings: Settings, prefix: str, **overrides: object) -> Settings:
@@ -31,6 +35,19 @@ async def read_values(settings: Settings, logical: Iterable[str]) -> dict[str, l
     for name in logical:
         out[name] = [(r.key, r.value or b"") async for r in read_to_end(settings, [settings.topic(name)])]
     return out
+
+
+def on_own_topics(settings: Settings, scenario: Callable[[], Awaitable[R]]) -> R:
+    """Create the test's topics, run ``scenario``, then delete the topics whatever happened."""
+
+    async def whole() -> R:
+        await ensure_topics(settings)
+        return await scenario()
+
+    try:
+        return asyncio.run(whole())
+    finally:
+        asyncio.run(delete_topics(settings))
 
 
 def run(coro):  # type: ignore[no-untyped-def]

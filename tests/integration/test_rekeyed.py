@@ -3,7 +3,6 @@ through ``vex.events.rekeyed`` and the analysis gives the golden answer anyway."
 
 from __future__ import annotations
 
-import asyncio
 
 import pytest
 from aiokafka import AIOKafkaProducer
@@ -12,12 +11,11 @@ from streams.ingest import decode_line, routing_key
 from streams.local import read_lines
 from streams.partitioning import partition_for
 from tests.datafiles import SAMPLE_CLASSROOM, golden_for
-from tests.integration.pipeline import isolated, read_values, start_worker
+from tests.integration.pipeline import isolated, on_own_topics, read_values, start_worker
 from tests.integration.test_resilience import finish, golden_ids
 from topology import topics as T
-from topology.kafka_admin import ensure_topics
 from topology.producer import LINE_HEADER
-from topology.replay import ReplayResult, delete_topics
+from topology.replay import ReplayResult
 from topology.schemas import NormalizedEvent, decode
 
 pytestmark = pytest.mark.integration
@@ -47,7 +45,6 @@ def test_lines_off_their_students_partition_are_rekeyed_and_give_the_golden_outp
     moved = {e.event_id for e in accepted if partition_for(e.student_key, settings.topic_partitions) != 0}
 
     async def scenario() -> tuple[ReplayResult, set[str], set[str]]:
-        await ensure_topics(settings)
         worker = start_worker(settings)
         try:
             await produce_all_to_partition(settings, lines, 0)
@@ -58,10 +55,7 @@ def test_lines_off_their_students_partition_are_rekeyed_and_give_the_golden_outp
         ids = {name: {decode(NormalizedEvent, v).event_id for _, v in records} for name, records in values.items()}
         return result, ids[T.REKEYED.name], ids[T.EVENTS.name]
 
-    try:
-        result, rekeyed, events = asyncio.run(scenario())
-    finally:
-        asyncio.run(delete_topics(settings))
+    result, rekeyed, events = on_own_topics(settings, scenario)
     assert {t.trigger_id for t in result.observed.triggers} == golden_ids()
     golden = golden_for(SAMPLE_CLASSROOM)
     runs = {(r.session_id, r.run_index): r.edit_distance for r in result.observed.runs}

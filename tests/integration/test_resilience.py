@@ -15,10 +15,10 @@ import pytest
 from streams.ids import trigger_id
 from streams.local import read_lines
 from tests.datafiles import SAMPLE_CLASSROOM, golden_for
-from tests.integration.pipeline import isolated, start_worker
-from topology.kafka_admin import committed_offsets, end_offsets, ensure_topics, wait_analysed, wait_consumed
+from tests.integration.pipeline import isolated, on_own_topics, start_worker
+from topology.kafka_admin import committed_offsets, end_offsets, wait_analysed, wait_consumed
 from topology.producer import produce_lines
-from topology.replay import ReplayResult, collect_outputs, delete_topics, horizon_of, send_final_ticks
+from topology.replay import ReplayResult, collect_outputs, horizon_of, send_final_ticks
 from topology.settings import Settings
 from topology.workerproc import WorkerProcess
 
@@ -75,7 +75,6 @@ def kill_9_midway(settings: Settings, worker: Callable[[], WorkerProcess]) -> tu
     lines = read_lines(SAMPLE_CLASSROOM.read_bytes())
 
     async def scenario() -> tuple[ReplayResult, int, WorkerProcess]:
-        await ensure_topics(settings)
         first = worker()
         producing = asyncio.ensure_future(produce_lines(settings, lines, rate=250))
         deadline = time.monotonic() + 120
@@ -91,10 +90,7 @@ def kill_9_midway(settings: Settings, worker: Callable[[], WorkerProcess]) -> tu
         finally:
             second.stop()
 
-    try:
-        result, killed_at, second = asyncio.run(scenario())
-    finally:
-        asyncio.run(delete_topics(settings))
+    result, killed_at, second = on_own_topics(settings, scenario)
     assert 0 < killed_at < len(lines)
     return result, killed_at, second
 
@@ -123,7 +119,6 @@ def test_two_workers_in_one_group_together_give_the_single_worker_output(stack, 
     lines = read_lines(SAMPLE_CLASSROOM.read_bytes())
 
     async def scenario() -> ReplayResult:
-        await ensure_topics(settings)
         workers = [start_worker(settings), start_worker(settings)]
         try:
             await asyncio.sleep(3)  # let both join before the data arrives
@@ -133,10 +128,7 @@ def test_two_workers_in_one_group_together_give_the_single_worker_output(stack, 
             for w in workers:
                 w.stop()
 
-    try:
-        result = asyncio.run(scenario())
-    finally:
-        asyncio.run(delete_topics(settings))
+    result = on_own_topics(settings, scenario)
     golden = golden_for(SAMPLE_CLASSROOM)
     runs = {(r.session_id, r.run_index): r.edit_distance for r in result.observed.runs}
     expected = {(s["session_id"], r["index"]): r["edit_distance"] for s in golden["sessions"] for r in s["runs"]}
@@ -150,7 +142,6 @@ def test_rocksdb_store_gives_the_same_triggers(stack, unique_prefix) -> None:
     lines = read_lines(SAMPLE_CLASSROOM.read_bytes())
 
     async def scenario() -> ReplayResult:
-        await ensure_topics(settings)
         worker = start_worker(settings, "replay", "--set", "worker_store=rocksdb://")
         try:
             await produce_lines(settings, lines)
@@ -158,10 +149,7 @@ def test_rocksdb_store_gives_the_same_triggers(stack, unique_prefix) -> None:
         finally:
             worker.stop()
 
-    try:
-        result = asyncio.run(scenario())
-    finally:
-        asyncio.run(delete_topics(settings))
+    result = on_own_topics(settings, scenario)
     assert {t.trigger_id for t in result.observed.triggers} == golden_ids()
 
 
@@ -193,7 +181,6 @@ def test_rocksdb_store_resumes_from_its_persisted_changelog_offsets(stack, uniqu
         return start_worker(settings, "replay", "--set", "worker_store=rocksdb://", datadir=datadir)
 
     async def scenario() -> tuple[ReplayResult, dict[int, int], dict[int, int]]:
-        await ensure_topics(settings)
         first = worker()
         try:
             await produce_lines(settings, lines[:half])
@@ -209,10 +196,7 @@ def test_rocksdb_store_resumes_from_its_persisted_changelog_offsets(stack, uniqu
         finally:
             second.stop()
 
-    try:
-        result, held, ends = asyncio.run(scenario())
-    finally:
-        asyncio.run(delete_topics(settings))
+    result, held, ends = on_own_topics(settings, scenario)
     written = {partition: end - 1 for partition, end in ends.items() if end > 0}
     assert written and held == written  # every partition file holds its last changelog record
     assert_golden_triggers(result.observed.triggers)
