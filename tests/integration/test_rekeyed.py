@@ -3,7 +3,6 @@ through ``vex.events.rekeyed`` and the analysis gives the golden answer anyway."
 
 from __future__ import annotations
 
-
 import pytest
 from aiokafka import AIOKafkaProducer
 
