@@ -24,7 +24,10 @@ timed from the first send to the worker's committed offset of the raw topic
 agent is done with them (the event store commits in a group of its own).
 Next to it, in the same run and with the worker stopped, plain aiokafka
 consumes the raw topic from the beginning and decodes each line and its
-``raw_message`` with orjson (the ceiling).  Then the latest value of every key
+``raw_message`` with orjson (the ceiling); then the same consumer feeds each
+line to the pure cores (decode, duplicate check, engine; no output, no state
+written): the cores floor, the most any worker running these cores in Python
+could reach.  Then the latest value of every key
 of the ``students``, ``programs`` and ``ingest-seen`` changelogs gives the table
 bytes per student.
 
@@ -49,6 +52,7 @@ import statistics
 import sys
 import time
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -141,8 +145,25 @@ async def throughput_once(settings: Any, lines: list[bytes], variant: str) -> di
     out["sizes"] = {name: out["changelogs"][name].latest for name in STATE_TABLES}
     ceiling = await raw_ceiling(settings, T.RAW.name, n + 1)
     out["ceiling"] = ceiling.rate
+    out["floor"] = (await raw_ceiling(settings, T.RAW.name, n + 1, handle=cores(settings))).rate
     await delete_topics(settings)
     return out
+
+
+def cores(settings: Any) -> Callable[[bytes], object]:
+    """One raw line through the pure cores, as ``streams.local.analyze_lines``
+    treats it: decode, duplicate check, engine.  Fed by the plain consumer, this
+    is the fastest a Python worker running these cores could go, before writing
+    any output or state (the "cores floor")."""
+    from feedback.nudge import NudgeConfig
+    from streams.config import EngineConfig
+    from streams.local import LineAnalyzer, LocalAnalyzer
+    from streams.scoring import TreeEditScorer
+
+    analyzer = LocalAnalyzer(EngineConfig.from_settings(settings),
+                             TreeEditScorer(max_blocks=settings.tree_edit_max_blocks),
+                             NudgeConfig.from_settings(settings), partitions=None)
+    return LineAnalyzer(analyzer).feed
 
 
 def per_student(sizes: dict[str, dict[bytes, int]]) -> dict[str, dict[str, int]]:
@@ -216,7 +237,8 @@ async def bench_throughput(base: Any, lines: list[bytes], variants: list[str], r
             print(f"repeat {repeat + 1} {variant:>8}: load {r['load']:.2f}  produce {r['produce_s']:.2f} s  "
                   f"ingested {fmt_rate(n / r['ingest_s'])}/s  analysed+committed {fmt_rate(n / r['done_s'])}/s "
                   f"({r['done_s']:.1f} s)  ceiling {fmt_rate(r['ceiling'])}/s  "
-                  f"ratio {n / r['done_s'] / r['ceiling']:.1%}  worker CPU {r['cpu_s'] / n * 1e6:.0f} us/event "
+                  f"ratio {n / r['done_s'] / r['ceiling']:.1%}  cores floor {fmt_rate(r['floor'])}/s "
+                  f"({r['floor'] / r['ceiling']:.1%})  worker CPU {r['cpu_s'] / n * 1e6:.0f} us/event "
                   f"({r['cpu_s'] / r['done_s']:.0%} of a core)  RSS {r['rss_idle_mib']:.0f}->{r['rss_end_mib']:.0f} "
                   f"(peak {r['rss_peak_mib']:.0f}) MiB  runs {r['runs']} triggers {r['triggers']}", flush=True)
             await asyncio.sleep(1)
@@ -228,7 +250,9 @@ async def bench_throughput(base: Any, lines: list[bytes], variants: list[str], r
         rows.append((
             variant, f"{int(n):,}", fmt_rate(median(done)), f"{fmt_rate(min(done))}–{fmt_rate(max(done))}",
             fmt_rate(median([n / r["ingest_s"] for r in runs])), fmt_rate(median([r["ceiling"] for r in runs])),
-            f"{median(ratio):.1%}", f"{median([r['produce_s'] for r in runs]):.2f}",
+            f"{median(ratio):.1%}", fmt_rate(median([r["floor"] for r in runs])),
+            f"{median([r['floor'] / r['ceiling'] for r in runs]):.1%}",
+            f"{median([r['produce_s'] for r in runs]):.2f}",
             f"{median([r['cpu_s'] / n * 1e6 for r in runs]):.0f}",
             f"{median([r['cpu_s'] / r['done_s'] for r in runs]):.0%}",
             f"{median([r['rss_idle_mib'] for r in runs]):.0f} / {median([r['rss_end_mib'] for r in runs]):.0f} / "
@@ -237,7 +261,7 @@ async def bench_throughput(base: Any, lines: list[bytes], variants: list[str], r
         ))
     print()
     print(table(["worker", "events", "events/s to analysis committed (median)", "range",
-                 "to vex.events /s", "raw ceiling /s", "ratio", "produce s", "worker CPU µs/event",
+                 "to vex.events /s", "raw ceiling /s", "ratio", "cores floor /s", "floor / ceiling", "produce s", "worker CPU µs/event",
                  "worker CPU busy", "RSS MiB idle / end / peak", "load"], rows))
     print(f"goals: >= {GOAL_RATE:,.0f} events/s per worker process, >= {GOAL_RATIO:.0%} of the raw ceiling")
     print(f"the pure cores alone (streams.local.analyze_lines on the same lines, in process): "

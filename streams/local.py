@@ -90,40 +90,58 @@ class LocalAnalyzer:
         return out
 
 
+class LineAnalyzer:
+    """Raw lines to outputs one at a time, as the pipeline treats them: blank
+    lines skipped, each line decoded, a student's repeated event id rejected,
+    every accepted event analysed."""
+
+    def __init__(self, analyzer: LocalAnalyzer) -> None:
+        self.analyzer = analyzer
+        self.seen: dict[str, SeenIds] = {}
+        self.rejected: Counter[str] = Counter()
+        self.blank = 0
+
+    def feed(self, line: bytes) -> tuple[NormalizedEvent | None, list[Output]]:
+        """The line's accepted event (None if blank or rejected) and its outputs."""
+        if is_blank(line):
+            self.blank += 1
+            return None, []
+        out = decode_line(line)
+        if isinstance(out, NormalizedEvent) and not out.event_id.startswith("h:"):
+            ids = self.seen.setdefault(out.student_key, SeenIds())
+            if ids.seen(out.event_id):
+                out = Rejected(RejectReason.DUPLICATE_ID, "duplicate", out.event_id)
+            else:
+                ids.add(out.event_id)
+        if isinstance(out, Rejected):
+            self.rejected[out.reason.value] += 1
+            return None, []
+        return out, self.analyzer.on_event(out)
+
+
 def analyze_lines(
     lines: Iterable[bytes], config: EngineConfig, scorer: Scorer, nudge: NudgeConfig | None = None,
     partitions: int | None = None,
 ) -> LocalRun:
     """Ingest and analyze raw lines exactly as the pipeline does (replay mode)."""
     run, analyzer = LocalRun(), LocalAnalyzer(config, scorer, nudge, partitions)
-    seen: dict[str, SeenIds] = {}
-    rejected: Counter[str] = Counter()
-    digest, total, blank = hashlib.sha256(), 0, 0
+    reader = LineAnalyzer(analyzer)
+    digest, total = hashlib.sha256(), 0
     for line in lines:
         digest.update(line + b"\n")
         total += 1
-        if is_blank(line):
-            blank += 1
+        event, outputs = reader.feed(line)
+        if event is None:
             continue
-        out = decode_line(line)
-        if isinstance(out, NormalizedEvent) and not out.event_id.startswith("h:"):
-            ids = seen.setdefault(out.student_key, SeenIds())
-            if ids.seen(out.event_id):
-                out = Rejected(RejectReason.DUPLICATE_ID, "duplicate", out.event_id)
-            else:
-                ids.add(out.event_id)
-        if isinstance(out, Rejected):
-            rejected[out.reason.value] += 1
-            continue
-        run.observed.add(out)
-        for record in analyzer.on_event(out):
+        run.observed.add(event)
+        for record in outputs:
             run.observed.add(record)
     if run.observed.events:
         for record in analyzer.finish(max(e.ts for e in run.observed.events)):
             run.observed.add(record)
     run.sha256 = digest.hexdigest()
-    run.report = {"lines": total, "blank_lines": blank, "accepted": len(run.observed.events),
-                  "rejected": dict(sorted(rejected.items()))}
+    run.report = {"lines": total, "blank_lines": reader.blank, "accepted": len(run.observed.events),
+                  "rejected": dict(sorted(reader.rejected.items()))}
     return run
 
 
