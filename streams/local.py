@@ -54,10 +54,13 @@ class LocalAnalyzer:
         self.disordered: set[int] = set()
 
     def engine(self, student_key: str) -> StudentEngine:
-        state = self.states.setdefault(student_key, StudentState(student_key))
-        store = self.programs.setdefault(student_key, DictProgramStore())
-        log = self.metric_logs.setdefault(student_key, DictMetricLog(self.config.max_metric_events))
-        return StudentEngine(state, self.config, self.scorer, store, self.nudge, log)
+        state = self.states.get(student_key)
+        if state is None:
+            state = self.states[student_key] = StudentState(student_key)
+            self.programs[student_key] = DictProgramStore()
+            self.metric_logs[student_key] = DictMetricLog(self.config.max_metric_events)
+        return StudentEngine(state, self.config, self.scorer, self.programs[student_key], self.nudge,
+                             self.metric_logs[student_key])
 
     def on_event(self, event: NormalizedEvent) -> list[Output]:
         out = self.engine(event.student_key).on_event(event)

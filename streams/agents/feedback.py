@@ -107,10 +107,31 @@ async def accept(service: Any, request: FeedbackRequest) -> bool:
 
 
 def resources(p: Pipeline) -> Resources:
-    """The worker's one :class:`Resources` (created on first use, closed at shutdown)."""
+    """The worker's one :class:`Resources`, closed at shutdown.
+
+    Registering it imports the feedback service's modules and starts a task
+    that opens the pool and builds the service as the worker starts: done
+    lazily, that import (about 0.3 s) would run inside the event loop at the
+    first trigger and stall every agent of the worker, the stream agent too.
+    """
     res = p.extras.get("resources")
     if res is None:
+        import delivery.db
+        import delivery.repo.events
+        import delivery.repo.outbox
+        import delivery.repo.triggers
+        import feedback.llm
+        import feedback.service  # noqa: F401 - imported now, not at the first trigger
+
         res = p.extras["resources"] = Resources(p)
+
+        @p.app.task
+        async def _warm_up() -> None:
+            try:
+                await res.ready()
+            except Exception as exc:  # noqa: BLE001 - Postgres down at start: the first use retries
+                log.warning("feedback resources not ready at start (%s); retrying at first use", exc)
+                res.reset_if_broken()
 
         @p.app.on_before_shutdown.connect
         async def _close(app: object, **kwargs: object) -> None:  # noqa: ARG001

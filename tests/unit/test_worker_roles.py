@@ -69,3 +69,37 @@ def test_worker_event_loop_setting_chooses_the_loop(kind: str) -> None:
         asyncio.get_event_loop().close()
         asyncio.set_event_loop_policy(None)
         asyncio.set_event_loop(asyncio.new_event_loop())
+
+
+@pytest.mark.parametrize(("roles", "loaded"), [("feedback", True), ("store", True), ("stream", False)])
+def test_feedback_modules_load_as_the_worker_is_built_not_at_the_first_trigger(tmp_path, roles, loaded) -> None:
+    """Imported lazily, the feedback service (about 0.3 s of imports) would load
+    inside the event loop at the first trigger and stall the stream agent."""
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "from topology.app import build_pipeline\n"
+            "from topology.settings import Settings\n"
+            f"build_pipeline(Settings(app_id='vx-test', worker_roles={roles!r}, worker_datadir={str(tmp_path)!r},"
+            " worker_web_port=0))\n"
+            "print(sorted(m for m in ('feedback.service', 'feedback.llm', 'delivery.db') if m in sys.modules))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    expected = ["delivery.db", "feedback.llm", "feedback.service"] if loaded else []
+    assert out.strip() == repr(expected)
+
+
+def test_a_database_down_at_start_leaves_the_feedback_worker_running(tmp_path, caplog) -> None:
+    """The start-up warm-up logs the outage and leaves the resources to be built
+    at first use (the agents retry); it never raises into the worker."""
+    import asyncio
+
+    settings = Settings(app_id="vx-test", worker_roles="feedback", worker_datadir=tmp_path, worker_web_port=0,
+                        database_url="postgresql://nobody:secret@127.0.0.1:1/nothing")
+    p = build_pipeline(settings)
+    warm = [t for t in p.app._app_tasks if t.__name__ == "_warm_up"]  # noqa: SLF001
+    assert len(warm) == 1
+    asyncio.run(warm[0]())
+    assert "feedback resources not ready at start" in caplog.text
+    res = p.extras["resources"]
+    assert res.pool is None and res.service is None
