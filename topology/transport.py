@@ -1,5 +1,5 @@
-"""Faust's aiokafka transport with a configurable consumer fetch wait and a
-commit that never skips a record.
+"""Faust's aiokafka transport with a configurable consumer fetch wait, a
+commit that never skips a record, and no record dropped around a rebalance.
 
 Faust's driver fixes the consumer's ``fetch_max_wait_ms`` at 1,500 ms.  The
 client keeps one fetch in flight per broker and leaves partitions with unread
@@ -13,6 +13,7 @@ offset is off by one: a single record that was read and never acknowledged
 (one lost in the consumer's hand-over at a rebalance) is committed over and
 never processed.  :meth:`Consumer._new_offset` holds the commit there instead;
 the commit-gap healer (``streams/agents/watchdog.py``) then reads it again.
+
 After each assignment, Faust's table recovery resumes the stream partitions
 while the flow is running and only then seeks them to their committed
 offsets.  Records read in between raise the consumer's read offset; the same
@@ -28,6 +29,7 @@ fetch that may wait up to a second.  If every partition is paused meanwhile
 empty, and aiokafka reads an empty filter as no filter: it returns the paused
 partitions' records and moves past them, and Faust drops them as not active.
 :class:`ActiveView` keeps the filter on.
+
 Everything else is Faust's driver.
 """
 

@@ -140,3 +140,26 @@ def test_active_view_keeps_the_filter_on_when_every_partition_is_paused() -> Non
     assert RAW in fetcher._records  # still buffered, returned once the partition flows
     active.add(RAW)  # the view reads the consumer's set live
     assert asyncio.run(Fetcher.fetched_records(fetcher, view, timeout=0)) == {RAW: [190, 191]}
+
+
+def test_the_consumer_thread_hands_aiokafka_the_view() -> None:
+    """The driver's fetch, as our consumer thread makes it, passes the view."""
+    from contextlib import nullcontext
+
+    from topology.transport import ConsumerThread
+
+    seen: list[Any] = []
+
+    async def fetched_records(partitions: Any, timeout: float, max_records: int | None) -> dict[Any, Any]:
+        seen.append(partitions)
+        return {}
+
+    fetcher = SimpleNamespace(_closed=False, fetched_records=fetched_records,
+                              _subscriptions=SimpleNamespace(fetch_context=nullcontext))
+    thread = object.__new__(ConsumerThread)
+    thread.consumer = SimpleNamespace(flow_active=True)
+    active: set[TP] = set()
+    asyncio.run(thread._fetch_records(SimpleNamespace(_closed=False, _fetcher=fetcher), active, timeout=0.0))
+    assert isinstance(seen[0], ActiveView) and bool(seen[0]) and RAW not in seen[0]
+    active.add(RAW)
+    assert RAW in seen[0]
