@@ -78,10 +78,12 @@ def kill_9_midway(settings: Settings, worker: Callable[[], WorkerProcess]) -> tu
         first = worker()
         producing = asyncio.ensure_future(produce_lines(settings, lines, rate=250))
         deadline = time.monotonic() + 120
-        while await raw_committed(settings) < len(lines) // 3:
-            assert first.alive and time.monotonic() < deadline, first.log_tail()
-            await asyncio.sleep(0.1)
-        first.kill()  # SIGKILL: no flush, no commit, no goodbye
+        try:
+            while await raw_committed(settings) < len(lines) // 3:
+                assert first.alive and time.monotonic() < deadline, first.log_tail()
+                await asyncio.sleep(0.1)
+        finally:
+            first.kill()  # SIGKILL: no flush, no commit, no goodbye (and no worker left behind)
         killed_at = await raw_committed(settings)
         second = worker()
         try:
