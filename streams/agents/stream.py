@@ -66,14 +66,16 @@ class Stream:
             return
         await self.analysed(self.analysis.analyse(event, source.partition), value, source, event.student_key)
 
-    async def analysed(self, step: Awaitable[None], value: bytes, source: SourceRef, key: str | None) -> None:
+    async def analysed(self, step: Awaitable[None], value: bytes, source: SourceRef,
+                       key: str | bytes | None) -> None:
         """Run one analysis step; a failure restores the student's state and
-        dead-letters the record."""
+        dead-letters the record (the key is decoded only then)."""
         try:
             await step
         except Exception as exc:  # noqa: BLE001 - the stage edge: dead-letter and go on
             self.analysis.restore_checkpoint()
-            await dead_letter_failure(self.p, "analysis", value, source, exc, key)
+            text = key.decode(errors="replace") if isinstance(key, bytes) else key
+            await dead_letter_failure(self.p, "analysis", value, source, exc, text)
 
     async def one(self, event: Any) -> None:
         message = event.message
@@ -86,8 +88,7 @@ class Stream:
         if name == T.RAW.name:
             await self.on_raw(value, source)
             return
-        key = message.key.decode() if message.key else None
-        await self.analysed(self.handlers[name](value, source), value, source, key)
+        await self.analysed(self.handlers[name](value, source), value, source, message.key or None)
 
     async def flush(self) -> None:
         """Write the batch's table changes, after all of its outputs were sent.
