@@ -23,6 +23,7 @@ from feedback.nudge import NudgeConfig
 from streams.agents.batching import BatchContext, TableBuffer
 from streams.agents.due import DueIndex
 from streams.agents.emit import publish
+from streams.agents.outbox import Outbox
 from streams.engine import Output, StudentEngine
 from streams.nudging import answer_request
 from streams.programs import ChunkedMetricLog
@@ -86,7 +87,7 @@ class Analysis:
 
     def __init__(self, p: Pipeline, context: BatchContext | None = None) -> None:
         self.p = p
-        self.context = context or BatchContext()
+        self.context = context or BatchContext(Outbox(p.app.producer))
         self.buffers = [TableBuffer(p.tables[name], self.context, p.app.producer)
                         for name in ("students", "programs", "metrics", "watermarks")]
         self.students, self.programs, self.metric_table, self.watermarks = self.buffers
@@ -122,16 +123,22 @@ class Analysis:
 
         Order: new programs and metric chunks, then the student states that
         refer to them, then deletions of programs and chunks no state needs any
-        more.  The changelog records leave in this order, so whatever prefix of
-        them a crash lets through is consistent: a restored state never refers
-        to a program or chunk that is gone (at worst an unreferenced one stays).
+        more.  Each step is enqueued on the producer before the next begins
+        (the outbox is sent at each boundary; the deletions go to the producer
+        directly, so they may ride in the same produce request as the states),
+        and the records leave in that order, so whatever prefix of them a crash
+        lets through is consistent: a restored state never refers to a program
+        or chunk that is gone (at worst an unreferenced one stays).
         """
+        outbox = self.context.outbox
         await self.programs.flush(deletes=False)
         await self.metric_table.flush(deletes=False)
-        await self.students.flush()
-        await self.programs.flush()
-        await self.metric_table.flush()
         await self.flush_watermarks()
+        await outbox.send()
+        await self.students.flush()
+        await outbox.send()
+        await self.programs.flush(direct=True)
+        await self.metric_table.flush(direct=True)
 
     def forget(self) -> None:
         """Drop every cached state and index entry (partitions moved)."""
@@ -178,7 +185,7 @@ class Analysis:
                 metrics.runs_scored.inc()
             elif isinstance(record, DeadLetter):
                 metrics.runs_unscored.labels(record.reason.value).inc()
-            await publish(self.p, record, key)
+            await publish(self.p, record, key, outbox=self.context.outbox)
 
     # -- handlers -------------------------------------------------------------------
     async def on_event(self, value: bytes, source: SourceRef) -> None:
@@ -293,4 +300,5 @@ class Analysis:
         state = StudentState.from_bytes(raw, self.p.config) if raw else None
         programs = TableProgramStore(self.programs, chat.student_key)
         log = table_metric_log(self.metric_table, chat.student_key, self.p.config.max_metric_events)
-        await publish(self.p, answer_request(chat, state, programs, log), chat.student_key)
+        await publish(self.p, answer_request(chat, state, programs, log), chat.student_key,
+                      outbox=self.context.outbox)

@@ -8,11 +8,13 @@ records it as done, and a student with many events in a batch costs one state
 write, not one per event.  Reads see the buffered values.
 
 A flush writes each change as Faust's ``table[key] = value`` would — the record
-on the table's changelog topic, the value in the local store — but enqueues
-the record on the producer in the agent's own task, right after the batch's
-outputs.  Faust's own path queues changelog records for a background task that
-sends them one loop iteration at a time, so one batch's state left in dozens
-of small produce requests (docs/performance.md, "Pipeline").
+on the table's changelog topic, the value in the local store — but in the
+agent's own task, right after the batch's outputs: the record goes to the
+batch's :class:`~streams.agents.outbox.Outbox` (enqueued on the producer when
+the agent next sends it), or straight to the producer (``direct``).  Faust's
+own path queues changelog records for a background task that sends them one
+loop iteration at a time, so one batch's state left in dozens of small produce
+requests (docs/performance.md, "Pipeline").
 """
 
 from __future__ import annotations
@@ -23,12 +25,16 @@ from typing import Any
 from faust.stores.base import Store
 from faust.streams import _current_event
 
+from streams.agents.outbox import Outbox
+
 
 class BatchContext:
-    """The event being processed (whose partition pending writes belong to)."""
+    """The event being processed (whose partition pending writes belong to), and
+    the outbox the batch's records go to."""
 
-    def __init__(self) -> None:
+    def __init__(self, outbox: Outbox) -> None:
         self.event: Any = None
+        self.outbox = outbox
 
     def enter(self, event: Any) -> None:
         """Make ``event`` current for the agent's code and for buffered writes."""
@@ -40,6 +46,7 @@ class TableBuffer:
     """A Faust table seen through one batch's pending writes (bytes keys and values)."""
 
     def __init__(self, table: Any, context: BatchContext, producer: Any) -> None:
+        """``producer``: the Faust producer, for ``direct`` writes."""
         self.table, self.context, self.producer = table, context, producer
         self.pending: dict[bytes, tuple[bytes | None, Any]] = {}
         self.topic = ""
@@ -63,36 +70,43 @@ class TableBuffer:
         """The table's items (pending writes are not included; flush first)."""
         return self.table.items()
 
-    async def flush(self, *, puts: bool = True, deletes: bool = True) -> int:
+    async def flush(self, *, puts: bool = True, deletes: bool = True, direct: bool = False) -> int:
         """Write the pending values (``puts``) and deletions (``deletes``), in the
-        order they were first made; returns how many were flushed."""
+        order they were first made, to the outbox (``direct``: to the producer);
+        returns how many were flushed."""
         written = 0
         for key, (value, event) in list(self.pending.items()):
             if (puts if value is not None else deletes) is False:
                 continue
             if value is not None or self.table.get(key) is not None:
-                await self.write(key, value, event)
+                await self.write(key, value, event, direct=direct)
             del self.pending[key]
             written += 1
         return written
 
-    async def write(self, key: bytes, value: bytes | None, event: Any) -> None:
+    async def write(self, key: bytes, value: bytes | None, event: Any, *, direct: bool = False) -> None:
         """One change on the partition of the event that made it: its changelog
-        record enqueued, then the local store updated (a RocksDB store files
-        the value under the current event's partition)."""
+        record added to the outbox (``direct``: enqueued on the producer), then
+        the local store updated (a RocksDB store files the value under the
+        current event's partition)."""
         if not self.topic:
             self.topic = self.table.changelog_topic.get_topic_name()
             store_type = type(self.table.data)
             self.persists = getattr(store_type, "set_persisted_offset", _NOT_PERSISTED) is not _NOT_PERSISTED
         _current_event.set(weakref.ref(event))
-        sent = await self.producer.send(self.topic, key, value, event.message.partition, None, None)
         store = self.table.data
+        partition = event.message.partition
+        if direct:
+            sent = await self.producer.send(self.topic, key, value, partition, None, None)
+            if self.persists:  # recovery resumes from the offset the store holds
+                sent.add_done_callback(lambda done: _persisted(store, done))
+        else:
+            await self.context.outbox.add(self.topic, partition, key, value,
+                                          store.set_persisted_offset if self.persists else None)
         if value is None:
             del store[key]
         else:
             store[key] = value
-        if self.persists:  # recovery resumes from the offset the store holds
-            sent.add_done_callback(lambda done: _persisted(store, done))
 
 
 _NOT_PERSISTED = Store.set_persisted_offset

@@ -6,6 +6,7 @@ import base64
 import logging
 import time
 import traceback
+from typing import TYPE_CHECKING
 
 from topology import topics as T
 from topology.app import Pipeline
@@ -24,6 +25,9 @@ from topology.schemas import (
     TriggerFired,
 )
 from topology.schemas.base import Record, encode
+
+if TYPE_CHECKING:
+    from streams.agents.outbox import Outbox
 
 log = logging.getLogger("vexnudge.agents")
 
@@ -49,9 +53,11 @@ def route(record: Record) -> T.TopicSpec:
 
 
 async def publish(p: Pipeline, record: Record, key: str | None, spec: T.TopicSpec | None = None,
-                  partition: int | None = None) -> None:
+                  partition: int | None = None, *, outbox: Outbox | None = None) -> None:
     """Send one record: enqueued on the worker's producer right away (in order with
-    everything else this worker sends), flushed before any offset is committed.
+    everything else this worker sends), flushed before any offset is committed;
+    with an ``outbox`` (the stream agent's), appended to it instead and enqueued
+    when the agent sends its outbox (``records_out`` is then counted there).
 
     Goes to the transport producer directly: Faust's per-message wrapper is the
     largest per-record cost of a worker and adds nothing here (raw bytes, no
@@ -62,12 +68,14 @@ async def publish(p: Pipeline, record: Record, key: str | None, spec: T.TopicSpe
     spec = spec or route(record)
     if partition is None and key is not None:
         partition = p.partition_of(key)
-    await p.app.producer.send(
-        p.settings.topic(spec.name), key.encode() if key is not None else None, encode(record),
-        partition, None, None)
-    p.metrics.records_out.labels(spec.name).inc()
     if isinstance(record, TriggerFired):
         p.metrics.triggers.labels(record.type.value).inc()
+    topic, key_bytes = p.settings.topic(spec.name), key.encode() if key is not None else None
+    if outbox is not None and partition is not None:
+        await outbox.add(topic, partition, key_bytes, encode(record), label=spec.name)
+        return
+    await p.app.producer.send(topic, key_bytes, encode(record), partition, None, None)
+    p.metrics.records_out.labels(spec.name).inc()
 
 
 def original_text(data: bytes | None) -> tuple[str, str]:
@@ -81,7 +89,7 @@ def original_text(data: bytes | None) -> tuple[str, str]:
 
 async def dead_letter_failure(
     p: Pipeline, stage: str, data: bytes | None, source: SourceRef, exc: BaseException,
-    key: str | None = None,
+    key: str | None = None, *, outbox: Outbox | None = None,
 ) -> None:
     """Record a record that made a stage fail; the worker goes on."""
     log.error("%s failed on %s[%d]@%d: %s", stage, source.topic, source.partition, source.offset, exc)
@@ -94,4 +102,4 @@ async def dead_letter_failure(
         original=text, original_encoding=encoding,  # type: ignore[arg-type]
         source=source, student_key=key, dead_lettered_at=time.time(),
     )
-    await publish(p, record, key)
+    await publish(p, record, key, outbox=outbox)

@@ -15,6 +15,7 @@ import orjson
 
 from streams.agents.batching import BatchContext, TableBuffer
 from streams.agents.emit import dead_letter_failure, original_text, publish
+from streams.agents.outbox import Outbox
 from streams.ingest import Rejected, SeenIds, decode_line, is_blank
 from topology import topics as T
 from topology.app import Pipeline
@@ -72,24 +73,24 @@ class Ingest:
                 # a re-delivery of the record we accepted (the worker restarted before
                 # committing): publish again; the analysis drops the copy by its raw offset
                 p.metrics.duplicates_skipped.inc()
-                await publish(p, out, out.student_key)
+                await publish(p, out, out.student_key, outbox=self.seen_table.context.outbox)
                 return out
             if first is not None:
                 out = Rejected(RejectReason.DUPLICATE_ID,
                                f"envelope id {out.event_id} was already accepted for this student",
                                out.event_id, out.student_key, out.session_id)
             else:
-                await publish(p, out, out.student_key)
+                await publish(p, out, out.student_key, outbox=self.seen_table.context.outbox)
                 seen.add(out.event_id, source.offset)
                 self.seen_table[out.student_key.encode()] = b""  # placeholder: serialized at flush
                 self.dirty.add(out.student_key)
                 p.metrics.ingest_accepted.inc()
                 return out
         elif isinstance(out, NormalizedEvent):
-            await publish(p, out, out.student_key)
+            await publish(p, out, out.student_key, outbox=self.seen_table.context.outbox)
             p.metrics.ingest_accepted.inc()
             return out
-        await _reject(p, out, value, source)
+        await _reject(p, out, value, source, self.seen_table.context.outbox)
         return None
 
     def _serialize(self) -> None:
@@ -112,7 +113,7 @@ class Ingest:
         self.cache.clear()
 
 
-async def _reject(p: Pipeline, rejected: Rejected, value: bytes, source: SourceRef) -> None:
+async def _reject(p: Pipeline, rejected: Rejected, value: bytes, source: SourceRef, outbox: Outbox) -> None:
     text, encoding = original_text(value)
     record = DeadLetter(
         reason=rejected.reason, detail=rejected.detail, stage="ingest", original=text,
@@ -121,4 +122,4 @@ async def _reject(p: Pipeline, rejected: Rejected, value: bytes, source: SourceR
         session_id=rejected.session_id, dead_lettered_at=time.time(),
     )
     p.metrics.ingest_rejected.labels(rejected.reason.value).inc()
-    await publish(p, record, rejected.student_key)
+    await publish(p, record, rejected.student_key, outbox=outbox)

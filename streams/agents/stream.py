@@ -19,8 +19,9 @@ time) consumes the co-partitioned ``vex.telemetry.raw``, ``vex.events.rekeyed``,
 
 Each event thus crosses Faust once, not twice (ingest, then analysis of what
 ingest wrote): the per-record cost of a stream is most of a worker's CPU
-(docs/performance.md, "Pipeline").  Table writes of both stages are buffered
-per batch and written after the batch's outputs.  A failure on one record
+(docs/performance.md, "Pipeline").  Outputs and table writes of both stages
+go to one outbox per batch and reach the producer as whole batches, the table
+writes after the batch's outputs (:meth:`Stream.flush`).  A failure on one record
 dead-letters it with the stage that failed; the agent goes on.
 """
 
@@ -32,6 +33,7 @@ from typing import Any
 from streams.agents.analysis import Analysis
 from streams.agents.batching import BatchContext
 from streams.agents.emit import dead_letter_failure, publish
+from streams.agents.outbox import Outbox
 from streams.agents.ingest import Ingest, source_of
 from topology import topics as T
 from topology.app import Pipeline
@@ -44,7 +46,7 @@ class Stream:
     def __init__(self, p: Pipeline, *, analysis: bool = True) -> None:
         self.p = p
         self.analysing = analysis
-        self.context = BatchContext()
+        self.context = BatchContext(Outbox(p.app.producer))
         self.ingest = Ingest(p, self.context)
         self.analysis = Analysis(p, self.context)
         self.names = {p.settings.topic(s.name): s.name
@@ -57,12 +59,12 @@ class Stream:
             event = await self.ingest.on_raw(value, source)
         except Exception as exc:  # noqa: BLE001 - the stage edge: dead-letter and go on
             self.ingest.forget()  # re-read the ids from the table for the next lines
-            await dead_letter_failure(self.p, "ingest", value, source, exc)
+            await dead_letter_failure(self.p, "ingest", value, source, exc, outbox=self.context.outbox)
             return
         if event is None or not self.analysing:
             return
         if self.p.partition_of(event.student_key) != source.partition:
-            await publish(self.p, event, event.student_key, T.REKEYED)
+            await publish(self.p, event, event.student_key, T.REKEYED, outbox=self.context.outbox)
             return
         await self.analysed(self.analysis.analyse(event, source.partition), value, source, event.student_key)
 
@@ -75,7 +77,7 @@ class Stream:
         except Exception as exc:  # noqa: BLE001 - the stage edge: dead-letter and go on
             self.analysis.restore_checkpoint()
             text = key.decode(errors="replace") if isinstance(key, bytes) else key
-            await dead_letter_failure(self.p, "analysis", value, source, exc, text)
+            await dead_letter_failure(self.p, "analysis", value, source, exc, text, outbox=self.context.outbox)
 
     async def one(self, event: Any) -> None:
         message = event.message
@@ -91,18 +93,25 @@ class Stream:
         await self.analysed(self.handlers[name](value, source), value, source, message.key or None)
 
     async def flush(self) -> None:
-        """Write the batch's table changes, after all of its outputs were sent.
+        """Send the batch's outputs, then write its table changes.
 
-        The changelog records are enqueued here, on the producer the outputs
-        went to (:class:`~streams.agents.batching.TableBuffer`), which keeps
-        one order (``producer_linger_ms=0``: every record leaves in the order
-        it was sent).  The writes go in an order of which any prefix is
-        consistent: ingest's id windows, new programs and metric chunks, then
-        the student states that refer to them, then deletions of what no state
-        refers to any more.  A crash that stops the producer midway therefore
-        never leaves a state whose outputs or programs were lost (at worst an
-        unreferenced program stays).
+        Every record of the batch went to the batch's outbox
+        (:class:`~streams.agents.outbox.Outbox`: aiokafka batch builders, one
+        per topic partition); the outputs are enqueued on the producer first,
+        then the table changes in steps (:meth:`Analysis.flush`), each enqueued
+        before the next begins (``producer_linger_ms=0``: records leave in the
+        order they were enqueued).  The steps go in an order of which any
+        prefix is consistent: ingest's id windows, new programs and metric
+        chunks, then the student states that refer to them, then deletions of
+        what no state refers to any more.  A crash that stops the producer
+        midway therefore never leaves a state whose outputs or programs were
+        lost (at worst an unreferenced program stays).
         """
+        outbox = self.context.outbox
+        await outbox.send()
+        out = self.p.metrics.records_out
+        for name, count in outbox.take_counts().items():
+            out.labels(name).inc(count)
         await self.ingest.flush()
         await self.analysis.flush()
 

@@ -16,6 +16,7 @@ from streams.local import read_lines
 from streams.partitioning import partition_for
 from streams.scoring import TreeEditScorer
 from tests.datafiles import SAMPLE_CLASSROOM
+from tests.fakes.producer import RecordingProducer
 from topology import topics as T
 from topology.app import Pipeline
 from topology.kafka_admin import TABLES
@@ -47,22 +48,25 @@ class RecordingTable(dict):  # type: ignore[type-arg]
         self.data = self
 
 
-class Producer:
-    def __init__(self, log: Log) -> None:
-        self.log, self.sent = log, []
+def _producer(log: Log) -> RecordingProducer:
+    """Outputs as ("send", topic) and in ``producer.sent``; changelog records as
+    ("put" | "delete", table)."""
 
-    async def send(self, topic: str, key: bytes | None, value: bytes | None, partition: int | None,
-                   timestamp: Any, headers: Any) -> None:
+    def on_record(topic: str, key: bytes | None, value: bytes | None, partition: int | None) -> None:
         if topic.startswith("changelog:"):
-            self.log.append(("put" if value is not None else "delete", topic.removeprefix("changelog:")))
+            log.append(("put" if value is not None else "delete", topic.removeprefix("changelog:")))
             return
-        self.log.append(("send", topic))
-        self.sent.append((topic, key, value))
+        log.append(("send", topic))
+        producer.sent.append((topic, key, value))  # type: ignore[attr-defined]
+
+    producer = RecordingProducer(on_record)
+    producer.sent = []  # type: ignore[attr-defined]
+    return producer
 
 
 class App:
     def __init__(self, log: Log) -> None:
-        self.producer = Producer(log)
+        self.producer = _producer(log)
 
 
 class Message:
@@ -144,6 +148,32 @@ def test_a_batch_writes_its_state_after_its_outputs_in_a_consistent_order(tmp_pa
         assert all(i < min(states) for i in new)  # new programs before the states that refer to them
         assert all(i > max(states) for i in gone)  # deletions after the states that stopped referring
     assert any(("put", "programs") in batch for batch in writes)
+
+
+def test_a_batch_reaches_the_producer_as_one_batch_per_topic_partition(tmp_path) -> None:
+    log = Log()
+    stream = _stream(tmp_path, log)
+    home, away = _lines_by_home()
+    raw = stream.p.settings.topic(T.RAW.name)
+    events = [Event(Message(raw, 0, i, line, None)) for i, line in enumerate(home[:50] + away[:50])]
+    producer: RecordingProducer = stream.p.app.producer  # type: ignore[assignment]
+
+    async def scenario() -> None:
+        for start in range(0, len(events), 25):
+            before = len(producer.batch_log)
+            for event in events[start:start + 25]:
+                await stream.one(event)
+            assert len(producer.batch_log) == before  # nothing leaves while the batch runs
+            await stream.flush()
+            handed = producer.batch_log[before:]
+            partitions = [(topic, partition) for topic, partition, _ in handed]
+            assert len(partitions) == len(set(partitions))  # one batch per topic partition
+            assert sum(count for _, _, count in handed) > len(handed)
+
+    asyncio.run(scenario())
+    assert sum(count for _, _, count in producer.batch_log) == len([e for e in log if e[0] != "delete"])
+    metrics = stream.p.metrics.records_out
+    assert metrics.labels(T.EVENTS.name)._value.get() == 100  # counted once per flush, per record
 
 
 @pytest.mark.parametrize("bad", [b'{"id": 1, "studentID": "s"', b'\xff\xfe not json'])

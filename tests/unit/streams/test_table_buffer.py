@@ -1,15 +1,21 @@
 """TableBuffer: a batch's writes reach the table once per key, puts and deletes
 separately when asked (the analysis writes deletions last, so any prefix of a
 batch's changelog records is a consistent state).  Each write is a record on the
-table's changelog topic, on the partition of the event that made it, enqueued
-on the producer before the local store takes the value."""
+table's changelog topic, on the partition of the event that made it: added to
+the batch's outbox (enqueued on the producer when the outbox is sent) or, when
+``direct``, enqueued on the producer at once; the local store takes the value
+right after."""
 
 from __future__ import annotations
 
 import asyncio
 from typing import Any, NamedTuple
 
+import pytest
+
 from streams.agents.batching import BatchContext, TableBuffer
+from streams.agents.outbox import Outbox
+from tests.fakes.producer import RecordingProducer
 
 
 class Message(NamedTuple):
@@ -58,26 +64,13 @@ class Table:
         return value
 
 
-class Metadata(NamedTuple):
-    topic_partition: tuple[str, int]
-    offset: int
-
-
-class Producer:
-    def __init__(self, ops: list[tuple[Any, ...]]) -> None:
-        self.ops = ops
-
-    async def send(self, topic: str, key: bytes | None, value: bytes | None, partition: int | None,
-                   timestamp: Any, headers: Any) -> asyncio.Future[Metadata]:
-        self.ops.append(("send", topic, key, value, partition))
-        sent: asyncio.Future[Metadata] = asyncio.get_running_loop().create_future()
-        sent.set_result(Metadata((topic, partition or 0), len(self.ops)))
-        return sent
-
-
 def _buffer(store: Store) -> tuple[TableBuffer, BatchContext]:
-    context = BatchContext()
-    return TableBuffer(Table(store), context, Producer(store.ops)), context
+    def on_record(topic: str, key: bytes | None, value: bytes | None, partition: int | None) -> None:
+        store.ops.append(("send", topic, key, value, partition))
+
+    producer = RecordingProducer(on_record)
+    context = BatchContext(Outbox(producer))
+    return TableBuffer(Table(store), context, producer), context
 
 
 def test_puts_first_then_deletes_and_one_write_per_key() -> None:
@@ -93,11 +86,14 @@ def test_puts_first_then_deletes_and_one_write_per_key() -> None:
 
     async def flush() -> None:
         assert await buffer.flush(deletes=False) == 1
-        assert ops == [("send", "app-students-changelog", b"new", b"b", 3), ("store put", b"new")]
+        assert ops == [("store put", b"new")]  # the record waits in the outbox
+        assert await context.outbox.send() == 1
+        assert ops[1:] == [("send", "app-students-changelog", b"new", b"b", 3)]
         assert b"old" in store  # the deletion waits
-        assert await buffer.flush() == 1
+        assert await buffer.flush(direct=True) == 1  # straight to the producer
         assert ops[2:] == [("send", "app-students-changelog", b"old", None, 3), ("store del", b"old")]
         assert await buffer.flush() == 0
+        assert await context.outbox.send() == 0
 
     asyncio.run(flush())
     assert dict(store) == {b"kept": b"1", b"new": b"b"}
@@ -112,7 +108,12 @@ def test_each_write_goes_to_the_partition_of_the_event_that_made_it() -> None:
     buffer[b"a"] = b"1"
     context.enter(second)
     buffer[b"b"] = b"2"
-    asyncio.run(buffer.flush())
+
+    async def flush() -> None:
+        await buffer.flush()
+        await context.outbox.send()
+
+    asyncio.run(flush())
     assert [(op[2], op[4]) for op in ops if op[0] == "send"] == [(b"a", 1), (b"b", 6)]
 
 
@@ -121,22 +122,34 @@ def test_deleting_a_missing_key_writes_nothing() -> None:
     buffer, context = _buffer(Store(ops))
     context.enter(event := Event(0))
     del buffer[b"never"]
-    assert asyncio.run(buffer.flush()) == 1 and ops == []
+
+    async def flush() -> int:
+        written = await buffer.flush()
+        await context.outbox.send()
+        return written
+
+    assert asyncio.run(flush()) == 1 and ops == []
     del event
 
 
-def test_a_persisting_store_records_the_offset_of_each_acknowledged_write() -> None:
+@pytest.mark.parametrize("direct", [False, True])
+def test_a_persisting_store_records_the_offset_of_each_acknowledged_write(direct: bool) -> None:
     ops: list[tuple[Any, ...]] = []
     store = PersistingStore(ops)
     store.persisted = []
     buffer, context = _buffer(store)
     context.enter(event := Event(2))
     buffer[b"a"] = b"1"
+    buffer[b"b"] = b"2"
 
     async def flush() -> None:
-        await buffer.flush()
+        await buffer.flush(direct=direct)
+        await context.outbox.send()
         await asyncio.sleep(0)  # done callbacks run on the next loop iteration
 
     asyncio.run(flush())
-    assert store.persisted == [(("app-students-changelog", 2), 1)]
+    tp = ("app-students-changelog", 2)
+    # the last acknowledged offset is what recovery resumes from: once per record
+    # sent directly, once per batch (its last record's offset) through the outbox
+    assert store.persisted == ([(tp, 0), (tp, 1)] if direct else [(tp, 1)])
     del event

@@ -1,0 +1,86 @@
+"""A recording stand-in for the worker's producer (unit tests of the agents).
+
+It speaks the two interfaces the stream agent uses: Faust's ``send`` (one
+record) and, through ``_ensure_producer()``, aiokafka's batch interface
+(``create_batch`` / ``send_batch``, what :class:`streams.agents.outbox.Outbox`
+uses).  Every record is reported to ``on_record`` in the order it is enqueued
+on the producer, which is the order a real producer with linger 0 sends them.
+Each record gets the next offset of its topic partition, and the returned
+futures resolve as a broker's acknowledgement would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+
+class Metadata(NamedTuple):
+    """The fields of aiokafka's ``RecordMetadata`` the agents read."""
+
+    topic_partition: tuple[str, int]
+    offset: int
+
+
+class Builder:
+    """aiokafka's ``BatchBuilder`` interface: ``append`` until ``capacity`` records."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity, self.records = capacity, []  # type: list[tuple[bytes | None, bytes | None]]
+
+    def append(self, *, timestamp: Any, key: bytes | None, value: bytes | None) -> object | None:
+        if len(self.records) >= self.capacity:
+            return None
+        self.records.append((key, value))
+        return object()
+
+    def record_count(self) -> int:
+        return len(self.records)
+
+
+OnRecord = Callable[[str, bytes | None, bytes | None, int | None], None]
+
+
+class RecordingProducer:
+    """Faust's producer ``send`` plus aiokafka's batch calls, recording each record."""
+
+    def __init__(self, on_record: OnRecord, batch_capacity: int = 1000) -> None:
+        self.on_record, self.batch_capacity = on_record, batch_capacity
+        self.offsets: dict[tuple[str, int], int] = defaultdict(int)
+        self.batches = 0
+        self.batch_log: list[tuple[str, int, int]] = []
+        """(topic, partition, records) of each batch handed over."""
+
+    def _record(self, topic: str, key: bytes | None, value: bytes | None, partition: int | None) -> int:
+        self.on_record(topic, key, value, partition)
+        tp = (topic, partition or 0)
+        offset = self.offsets[tp]
+        self.offsets[tp] += 1
+        return offset
+
+    @staticmethod
+    def _acked(tp: tuple[str, int], offset: int) -> asyncio.Future[Metadata]:
+        done: asyncio.Future[Metadata] = asyncio.get_running_loop().create_future()
+        done.set_result(Metadata(tp, offset))
+        return done
+
+    # -- Faust's producer ------------------------------------------------------------
+    async def send(self, topic: str, key: bytes | None, value: bytes | None, partition: int | None,
+                   timestamp: Any, headers: Any) -> asyncio.Future[Metadata]:
+        offset = self._record(topic, key, value, partition)
+        return self._acked((topic, partition or 0), offset)
+
+    def _ensure_producer(self) -> RecordingProducer:
+        return self
+
+    # -- aiokafka's batch interface --------------------------------------------------
+    def create_batch(self) -> Builder:
+        return Builder(self.batch_capacity)
+
+    async def send_batch(self, batch: Builder, topic: str, *, partition: int) -> asyncio.Future[Metadata]:
+        self.batches += 1
+        self.batch_log.append((topic, partition, batch.record_count()))
+        offsets = [self._record(topic, key, value, partition) for key, value in batch.records]
+        return self._acked((topic, partition), offsets[0])

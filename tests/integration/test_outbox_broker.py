@@ -1,0 +1,67 @@
+"""The outbox on the real broker: records of a batch land per partition in the
+order they were added (a full batch handed over early included), a record sent
+directly after the outbox comes after its records, and the acknowledgement
+reports the offset the last record of each batch really has."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from aiokafka import AIOKafkaProducer
+
+from streams.agents.outbox import Outbox
+from tests.integration.pipeline import isolated, run
+from topology.kafka_admin import ensure_topics, read_to_end
+
+pytestmark = pytest.mark.integration
+
+
+class FaustLike:
+    """What the outbox reads from Faust's producer: its aiokafka producer."""
+
+    def __init__(self, producer: AIOKafkaProducer) -> None:
+        self.producer = producer
+
+    def _ensure_producer(self) -> AIOKafkaProducer:
+        return self.producer
+
+
+def test_records_land_in_order_with_the_offsets_the_acknowledgements_report(stack, unique_prefix) -> None:
+    settings = isolated(stack, unique_prefix)
+    topics = [settings.topic("outbox.a"), settings.topic("outbox.b")]
+    acked: list[tuple[Any, int]] = []
+
+    async def scenario() -> list[Any]:
+        await ensure_topics(settings, topics)
+        producer = AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap_servers, linger_ms=0,
+                                    max_batch_size=16384)
+        await producer.start()
+        try:
+            outbox = Outbox(FaustLike(producer))
+            for i in range(40):  # 4 KB values: a 16 KB batch fills after three records
+                topic, partition = topics[i % 2], i % 3
+                await outbox.add(topic, partition, f"k{i}".encode(), bytes([i]) * 4096,
+                                 lambda tp, offset: acked.append((tp, offset)))
+            await outbox.send()
+            last = await producer.send(topics[0], b"direct", key=b"direct", partition=0)
+            await producer.flush()
+            assert (await last).offset == 7  # after the 7 records the outbox put there
+        finally:
+            await producer.stop()
+        return [record async for record in read_to_end(settings, topics)]
+
+    records = run(scenario())
+    by_partition: dict[tuple[str, int], list[bytes]] = {}
+    for record in records:
+        by_partition.setdefault((record.topic, record.partition), []).append(record.key)
+    for (topic, partition), keys in by_partition.items():
+        expected = [f"k{i}".encode() for i in range(40) if topics[i % 2] == topic and i % 3 == partition]
+        if (topic, partition) == (topics[0], 0):
+            expected.append(b"direct")
+        assert keys == expected
+    last_offsets: dict[tuple[str, int], int] = {}
+    for tp, offset in acked:
+        last_offsets[(tp.topic, tp.partition)] = max(offset, last_offsets.get((tp.topic, tp.partition), -1))
+    assert len(acked) > 6  # full batches were handed over early
+    assert last_offsets == {tp: len([k for k in keys if k != b"direct"]) - 1 for tp, keys in by_partition.items()}
