@@ -10,7 +10,6 @@ missing_sessionID, missing_timestamp, missing_eventType, bad_timestamp.
 from __future__ import annotations
 
 import hashlib
-from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -232,7 +231,7 @@ class SeenIds:
         self.limit = limit
         if isinstance(ids, list):
             ids = dict.fromkeys(ids, -1)
-        self._ids: OrderedDict[str, int] = OrderedDict(ids or {})
+        self._ids: dict[str, int] = dict(ids or {})  # insertion order = acceptance order
 
     def seen(self, event_id: str) -> bool:
         """True when ``event_id`` was accepted before."""
@@ -246,11 +245,15 @@ class SeenIds:
         """Remember an accepted id, forgetting the oldest beyond the limit."""
         self._ids[event_id] = offset
         while len(self._ids) > self.limit:
-            self._ids.popitem(last=False)
+            del self._ids[next(iter(self._ids))]
 
     def to_json(self) -> dict[str, int]:
         """The ids and offsets, oldest first (for table storage)."""
         return dict(self._ids)
+
+    def to_bytes(self) -> bytes:
+        """:meth:`to_json` as JSON bytes (without the copy)."""
+        return orjson.dumps(self._ids)
 
     def to_list(self) -> list[str]:
         """The ids, oldest first."""

@@ -98,7 +98,7 @@ class Ingest:
         for student in self.dirty:
             key = student.encode()
             _placeholder, event = self.seen_table.pending[key]
-            self.seen_table.pending[key] = (orjson.dumps(self.cache[student].to_json()), event)
+            self.seen_table.pending[key] = (self.cache[student].to_bytes(), event)
         self.dirty.clear()
 
     async def flush(self) -> None:

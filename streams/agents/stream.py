@@ -51,6 +51,7 @@ class Stream:
         self.analysis = Analysis(p, self.context)
         self.names = {p.settings.topic(s.name): s.name
                       for s in (T.RAW, T.REKEYED, T.CLOCK, T.CHAT_REQUESTS)}
+        self.counted = {name: p.metrics.records_in.labels(name) for name in self.names.values()}
         self.handlers = {T.REKEYED.name: self.analysis.on_event, T.CLOCK.name: self.analysis.on_tick,
                          T.CHAT_REQUESTS.name: self.analysis.on_chat}
 
@@ -82,7 +83,7 @@ class Stream:
     async def one(self, event: Any) -> None:
         message = event.message
         name = self.names[message.topic]
-        self.p.metrics.records_in.labels(name).inc()
+        self.counted[name].inc()
         source = source_of(message)
         value = message.value or b""
         self.context.enter(event)

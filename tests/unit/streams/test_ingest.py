@@ -7,6 +7,7 @@ import json
 from collections import Counter
 from pathlib import Path
 
+import orjson
 import pytest
 
 from streams.ingest import Rejected, SeenIds, decode_line, is_blank, read_workspace, routing_key
@@ -171,6 +172,16 @@ def test_seen_ids_are_bounded_oldest_first() -> None:
         ids.add(eid)
     assert not ids.seen("1") and ids.seen("2") and ids.seen("3")
     assert SeenIds(ids.to_list()).to_list() == ["2", "3"]
+
+
+def test_seen_ids_keep_offsets_and_order_through_their_stored_form() -> None:
+    ids = SeenIds(limit=3)
+    for offset, eid in enumerate(("7", "8", "9", "10")):
+        ids.add(eid, offset)
+    stored = SeenIds(orjson.loads(ids.to_bytes()), limit=3)
+    assert stored.to_list() == ["8", "9", "10"]
+    assert stored.to_json() == {"8": 1, "9": 2, "10": 3} == ids.to_json()
+    assert stored.accepted_at("9") == 2 and stored.accepted_at("7") is None
 
 
 def test_every_accepted_fixture_line_fits_the_documented_raw_schema() -> None:
