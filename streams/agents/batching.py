@@ -53,6 +53,7 @@ class TableBuffer:
         """The changelog topic (known once the app is set up; taken at the first write)."""
         self.persists = False
         """Whether the store remembers the changelog offset it holds (RocksDB)."""
+        self.persisted: PersistedOffsets | None = None
 
     def get(self, key: bytes) -> bytes | None:
         if key in self.pending:
@@ -93,16 +94,17 @@ class TableBuffer:
             self.topic = self.table.changelog_topic.get_topic_name()
             store_type = type(self.table.data)
             self.persists = getattr(store_type, "set_persisted_offset", _NOT_PERSISTED) is not _NOT_PERSISTED
+            self.persisted = PersistedOffsets(self.table.data) if self.persists else None
         _current_event.set(weakref.ref(event))
         store = self.table.data
         partition = event.message.partition
+        persisted = self.persisted  # recovery resumes from the offset the store holds
         if direct:
             sent = await self.producer.send(self.topic, key, value, partition, None, None)
-            if self.persists:  # recovery resumes from the offset the store holds
-                sent.add_done_callback(lambda done: _persisted(store, done))
+            if persisted is not None:
+                sent.add_done_callback(persisted.on_sent)
         else:
-            await self.context.outbox.add(self.topic, partition, key, value,
-                                          store.set_persisted_offset if self.persists else None)
+            await self.context.outbox.add(self.topic, partition, key, value, persisted)
         if value is None:
             del store[key]
         else:
@@ -112,7 +114,24 @@ class TableBuffer:
 _NOT_PERSISTED = Store.set_persisted_offset
 
 
-def _persisted(store: Any, sent: Any) -> None:
-    if not sent.cancelled() and sent.exception() is None:
-        metadata = sent.result()
-        store.set_persisted_offset(metadata.topic_partition, metadata.offset)
+class PersistedOffsets:
+    """Tells a store (RocksDB) the highest acknowledged changelog offset of each
+    partition.  Acknowledgements may arrive out of order — a batch's and the
+    single records appended behind it resolve one loop iteration apart — and
+    the store must never be told an older offset after a newer one: a restart
+    would replay the changelog from there."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+        self.highest: dict[Any, int] = {}
+
+    def __call__(self, tp: Any, offset: int) -> None:
+        if offset > self.highest.get(tp, -1):
+            self.highest[tp] = offset
+            self.store.set_persisted_offset(tp, offset)
+
+    def on_sent(self, sent: Any) -> None:
+        """A single record's send future is done."""
+        if not sent.cancelled() and sent.exception() is None:
+            metadata = sent.result()
+            self(metadata.topic_partition, metadata.offset)

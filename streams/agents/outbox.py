@@ -17,6 +17,12 @@ write order (outputs, then the state records that refer to them; see
 enqueued at once; that only moves records of the current step earlier.  The
 producer sends with linger 0 and one request in flight per broker, so a
 record never leaves before one enqueued earlier.
+
+Never waiting.  The producer takes a whole batch only when it holds no batch
+of that partition yet (``send_batch`` would wait for that one to leave, a
+broker round trip while the agent stands still).  Then the records go one by
+one instead, appended to the batch already waiting — which is also where
+they would have gone sent one at a time — and the agent goes on.
 """
 
 from __future__ import annotations
@@ -35,10 +41,12 @@ Acked = Callable[[Any, int], None]
 class _Open:
     """One open builder and what to do once it is delivered."""
 
-    __slots__ = ("builder", "topic", "partition", "on_acked")
+    __slots__ = ("builder", "topic", "partition", "on_acked", "records")
 
     def __init__(self, builder: Any, topic: str, partition: int, on_acked: Acked | None) -> None:
         self.builder, self.topic, self.partition, self.on_acked = builder, topic, partition, on_acked
+        self.records: list[tuple[bytes | None, bytes | None]] = []
+        """The builder's records, for when they must go one by one."""
 
 
 class Outbox:
@@ -52,6 +60,8 @@ class Outbox:
         self.counts: Counter[str] = Counter()
         """Records added per logical topic since the last :meth:`take_counts`."""
         self.sent_batches = 0
+        self.sent_singly = 0
+        """Records that went one by one (their partition had a batch waiting)."""
         self._kafka: Any = None
 
     def _aiokafka(self) -> Any:
@@ -78,6 +88,7 @@ class Outbox:
             if slot.builder.append(key=key, value=value, timestamp=None) is None:
                 raise ValueError(f"a record of {len(value or b'')} bytes does not fit in a producer batch "
                                  f"for {topic}[{partition}]")
+        slot.records.append((key, value))
         if label is not None:
             self.counts[label] += 1
 
@@ -101,9 +112,28 @@ class Outbox:
         count = slot.builder.record_count()
         if count == 0:
             return
-        delivered = await self._aiokafka().send_batch(slot.builder, slot.topic, partition=slot.partition)
+        kafka = self._aiokafka()
+        if self._waiting(kafka, slot):
+            await self._one_by_one(kafka, slot)
+            return
+        delivered = await kafka.send_batch(slot.builder, slot.topic, partition=slot.partition)
         self.sent_batches += 1
         delivered.add_done_callback(lambda done: _delivered(done, slot, count))
+
+    @staticmethod
+    def _waiting(kafka: Any, slot: _Open) -> bool:
+        """Whether the producer holds a batch of this partition not yet sent."""
+        accumulator = getattr(kafka, "_message_accumulator", None)
+        batches = getattr(accumulator, "_batches", None)
+        return bool(batches and batches.get((slot.topic, slot.partition)))
+
+    async def _one_by_one(self, kafka: Any, slot: _Open) -> None:
+        last = None
+        for key, value in slot.records:
+            last = await kafka.send(slot.topic, value, key=key, partition=slot.partition)
+        self.sent_singly += len(slot.records)
+        if last is not None:
+            last.add_done_callback(lambda done: _delivered(done, slot, 1))
 
     def __len__(self) -> int:
         return sum(slot.builder.record_count() for slot in self.open.values())

@@ -43,8 +43,15 @@ class Builder:
 OnRecord = Callable[[str, bytes | None, bytes | None, int | None], None]
 
 
+class Accumulator:
+    """aiokafka's accumulator as the outbox looks at it: batches waiting per partition."""
+
+    def __init__(self) -> None:
+        self._batches: dict[tuple[str, int], list[object]] = {}
+
+
 class RecordingProducer:
-    """Faust's producer ``send`` plus aiokafka's batch calls, recording each record."""
+    """Faust's producer ``send`` plus aiokafka's calls, recording each record."""
 
     def __init__(self, on_record: OnRecord, batch_capacity: int = 1000) -> None:
         self.on_record, self.batch_capacity = on_record, batch_capacity
@@ -52,6 +59,7 @@ class RecordingProducer:
         self.batches = 0
         self.batch_log: list[tuple[str, int, int]] = []
         """(topic, partition, records) of each batch handed over."""
+        self.kafka = AIOKafkaView(self)
 
     def _record(self, topic: str, key: bytes | None, value: bytes | None, partition: int | None) -> int:
         self.on_record(topic, key, value, partition)
@@ -66,21 +74,35 @@ class RecordingProducer:
         done.set_result(Metadata(tp, offset))
         return done
 
-    # -- Faust's producer ------------------------------------------------------------
     async def send(self, topic: str, key: bytes | None, value: bytes | None, partition: int | None,
                    timestamp: Any, headers: Any) -> asyncio.Future[Metadata]:
+        """Faust's ``Producer.send``."""
         offset = self._record(topic, key, value, partition)
         return self._acked((topic, partition or 0), offset)
 
-    def _ensure_producer(self) -> RecordingProducer:
-        return self
+    def _ensure_producer(self) -> AIOKafkaView:
+        return self.kafka
 
-    # -- aiokafka's batch interface --------------------------------------------------
+
+class AIOKafkaView:
+    """The aiokafka producer behind it: batches, single sends, the accumulator."""
+
+    def __init__(self, owner: RecordingProducer) -> None:
+        self.owner = owner
+        self._message_accumulator = Accumulator()
+
     def create_batch(self) -> Builder:
-        return Builder(self.batch_capacity)
+        return Builder(self.owner.batch_capacity)
 
     async def send_batch(self, batch: Builder, topic: str, *, partition: int) -> asyncio.Future[Metadata]:
-        self.batches += 1
-        self.batch_log.append((topic, partition, batch.record_count()))
-        offsets = [self._record(topic, key, value, partition) for key, value in batch.records]
-        return self._acked((topic, partition), offsets[0])
+        owner = self.owner
+        owner.batches += 1
+        owner.batch_log.append((topic, partition, batch.record_count()))
+        offsets = [owner._record(topic, key, value, partition) for key, value in batch.records]
+        return owner._acked((topic, partition), offsets[0])
+
+    async def send(self, topic: str, value: bytes | None = None, key: bytes | None = None,
+                   partition: int | None = None) -> asyncio.Future[Metadata]:
+        """aiokafka's ``send`` (a single record)."""
+        offset = self.owner._record(topic, key, value, partition)
+        return self.owner._acked((topic, partition or 0), offset)

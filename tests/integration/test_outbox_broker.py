@@ -1,7 +1,9 @@
 """The outbox on the real broker: records of a batch land per partition in the
 order they were added (a full batch handed over early included), a record sent
-directly after the outbox comes after its records, and the acknowledgement
-reports the offset the last record of each batch really has."""
+directly after the outbox comes after its records, the acknowledgement
+reports the offset the last record of each batch really has, and a partition
+whose producer batch is still waiting gets the records one by one, behind it,
+without the outbox waiting for that batch to leave."""
 
 from __future__ import annotations
 
@@ -52,6 +54,10 @@ def test_records_land_in_order_with_the_offsets_the_acknowledgements_report(stac
         return [record async for record in read_to_end(settings, topics)]
 
     records = run(scenario())
+    _check(records, topics, acked)
+
+
+def _check(records: list[Any], topics: list[str], acked: list[tuple[Any, int]]) -> None:
     by_partition: dict[tuple[str, int], list[bytes]] = {}
     for record in records:
         by_partition.setdefault((record.topic, record.partition), []).append(record.key)
@@ -65,3 +71,29 @@ def test_records_land_in_order_with_the_offsets_the_acknowledgements_report(stac
         last_offsets[(tp.topic, tp.partition)] = max(offset, last_offsets.get((tp.topic, tp.partition), -1))
     assert len(acked) > 6  # full batches were handed over early
     assert last_offsets == {tp: len([k for k in keys if k != b"direct"]) - 1 for tp, keys in by_partition.items()}
+
+
+def test_a_partition_with_a_batch_waiting_gets_the_records_one_by_one_behind_it(stack, unique_prefix) -> None:
+    settings = isolated(stack, unique_prefix)
+    topic = settings.topic("outbox.c")
+
+    async def scenario() -> tuple[list[bytes], int, int]:
+        await ensure_topics(settings, [topic])
+        producer = AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap_servers, linger_ms=0)
+        await producer.start()
+        try:
+            await producer.send_and_wait(topic, b"warm", key=b"warm", partition=0)
+            outbox = Outbox(FaustLike(producer))
+            for i in range(3):
+                await outbox.add(topic, 0, f"k{i}".encode(), b"v")
+            await producer.send(topic, b"first", key=b"first", partition=0)  # waits in the producer
+            await outbox.send()  # no yield since: the batch above is still there
+            await producer.flush()
+        finally:
+            await producer.stop()
+        keys = [record.key async for record in read_to_end(settings, [topic])]
+        return keys, outbox.sent_singly, outbox.sent_batches
+
+    keys, singly, batches = run(scenario())
+    assert keys == [b"warm", b"first", b"k0", b"k1", b"k2"]
+    assert (singly, batches) == (3, 0)

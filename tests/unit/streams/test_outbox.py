@@ -73,15 +73,35 @@ def test_the_acknowledgement_reports_each_batchs_last_offset() -> None:
     assert acked == [(("changelog", 5), 2), (("changelog", 5), 3)]
 
 
-class FailingProducer(RecordingProducer):
-    async def send_batch(self, batch: Any, topic: str, *, partition: int) -> asyncio.Future[Any]:
+def test_records_of_a_partition_with_a_batch_waiting_go_one_by_one_without_waiting() -> None:
+    outbox, producer, sent = _outbox()
+    producer.kafka._message_accumulator._batches[("runs", 1)] = [object()]  # not sent yet
+    acked: list[tuple[Any, int]] = []
+
+    async def scenario() -> None:
+        await outbox.add("runs", 1, b"a", b"1", lambda tp, offset: acked.append((tp, offset)))
+        await outbox.add("runs", 2, b"b", b"2")
+        await outbox.add("runs", 1, b"c", b"3")
+        await outbox.send()
+        await asyncio.sleep(0)
+
+    asyncio.run(scenario())
+    assert sent == [("runs", 1, b"a"), ("runs", 1, b"c"), ("runs", 2, b"b")]
+    assert producer.batch_log == [("runs", 2, 1)]  # only the free partition went as a batch
+    assert outbox.sent_singly == 2
+    assert acked == [(("runs", 1), 1)]  # the last of the single records
+
+
+def test_a_failed_delivery_is_logged_and_acknowledges_nothing(caplog) -> None:
+    producer = RecordingProducer(lambda *record: None)
+
+    async def fail(batch: Any, topic: str, *, partition: int) -> asyncio.Future[Any]:
         failed: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         failed.set_exception(ConnectionError("broker gone"))
         return failed
 
-
-def test_a_failed_delivery_is_logged_and_acknowledges_nothing(caplog) -> None:
-    outbox = Outbox(FailingProducer(lambda *record: None))
+    producer.kafka.send_batch = fail  # type: ignore[method-assign]
+    outbox = Outbox(producer)
     acked: list[int] = []
 
     async def scenario() -> None:

@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from streams.agents.batching import BatchContext, TableBuffer
+from streams.agents.batching import BatchContext, PersistedOffsets, TableBuffer
 from streams.agents.outbox import Outbox
 from tests.fakes.producer import RecordingProducer
 
@@ -153,3 +153,15 @@ def test_a_persisting_store_records_the_offset_of_each_acknowledged_write(direct
     # sent directly, once per batch (its last record's offset) through the outbox
     assert store.persisted == ([(tp, 0), (tp, 1)] if direct else [(tp, 1)])
     del event
+
+
+def test_a_persisting_store_is_never_told_an_older_offset_after_a_newer_one() -> None:
+    ops: list[tuple[Any, ...]] = []
+    store = PersistingStore(ops)
+    store.persisted = []
+    persisted = PersistedOffsets(store)
+    persisted(("log", 0), 7)
+    persisted(("log", 0), 4)  # a batch's acknowledgement arriving after later single records
+    persisted(("log", 1), 2)
+    persisted(("log", 0), 9)
+    assert store.persisted == [(("log", 0), 7), (("log", 1), 2), (("log", 0), 9)]
