@@ -104,7 +104,7 @@ class TableBuffer:
             if persisted is not None:
                 sent.add_done_callback(persisted.on_sent)
         else:
-            await self.context.outbox.add(self.topic, partition, key, value, persisted)
+            self.context.outbox.add(self.topic, partition, key, value, persisted)
         if value is None:
             del store[key]
         else:

@@ -72,7 +72,7 @@ async def publish(p: Pipeline, record: Record, key: str | None, spec: T.TopicSpe
         p.metrics.triggers.labels(record.type.value).inc()
     topic, key_bytes = p.settings.topic(spec.name), key.encode() if key is not None else None
     if outbox is not None and partition is not None:
-        await outbox.add(topic, partition, key_bytes, encode(record), label=spec.name)
+        outbox.add(topic, partition, key_bytes, encode(record), label=spec.name)
         return
     await p.app.producer.send(topic, key_bytes, encode(record), partition, None, None)
     p.metrics.records_out.labels(spec.name).inc()

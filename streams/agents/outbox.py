@@ -5,24 +5,29 @@ The stream agent writes about three records per input event: its outputs
 records.  Sent one at a time, each record costs aiokafka a metadata check, a
 partition check, a future and, when the broker answers, a ``RecordMetadata``
 and a future resolution — about 10 µs of the worker's CPU per record
-(docs/performance.md, "Pipeline").  An :class:`Outbox` appends records to
-aiokafka's public :class:`~aiokafka.producer.message_accumulator.BatchBuilder`,
-one per topic partition, and hands the builders to the producer
-(``send_batch``) when the agent says so: one future per builder.
+(docs/performance.md, "Pipeline").  An :class:`Outbox` collects the records
+per topic partition and, when the agent says so, hands each partition's
+records to the producer as one aiokafka
+:class:`~aiokafka.producer.message_accumulator.BatchBuilder` (``send_batch``):
+one future per partition and step.
 
-Order.  :meth:`Outbox.send` enqueues every open builder, in the order each was
-opened, before it returns, and the agent calls it at each boundary of its
-write order (outputs, then the state records that refer to them; see
-:meth:`streams.agents.stream.Stream.flush`).  A builder that fills up is
-enqueued at once; that only moves records of the current step earlier.  The
-producer sends with linger 0 and one request in flight per broker, so a
-record never leaves before one enqueued earlier.
+Order.  :meth:`Outbox.send` enqueues every partition's records, in the order
+the partitions were first written to, before it returns, and the agent calls
+it at each boundary of its write order (outputs, then the state records that
+refer to them; see :meth:`streams.agents.stream.Stream.flush`).  The producer
+sends with linger 0 and one request in flight per broker, so a record never
+leaves before one enqueued earlier.
 
-Never waiting.  The producer takes a whole batch only when it holds no batch
-of that partition yet (``send_batch`` would wait for that one to leave, a
-broker round trip while the agent stands still).  Then the records go one by
-one instead, appended to the batch already waiting — which is also where
-they would have gone sent one at a time — and the agent goes on.
+Never waiting.  ``send_batch`` takes a batch only when the producer holds no
+batch of that partition yet; otherwise it waits for that one to leave — a
+broker round trip with the agent standing still, which happens whenever the
+agent's next batch was ready before the producer's sender ran.  So when a batch
+of the partition is still waiting in the producer, the records are appended to
+that batch's builder (where a plain ``send`` would put them too, without a
+future each), and only what does not fit goes as a new batch.  That reaches
+into aiokafka's accumulator (``_message_accumulator._batches``, a batch's
+``_builder``), which ``aiokafka==0.14.0`` is pinned for; the tests drive it on
+the real broker.
 """
 
 from __future__ import annotations
@@ -39,29 +44,29 @@ Acked = Callable[[Any, int], None]
 
 
 class _Open:
-    """One open builder and what to do once it is delivered."""
+    """One partition's records of the current step."""
 
-    __slots__ = ("builder", "topic", "partition", "on_acked", "records")
+    __slots__ = ("topic", "partition", "on_acked", "records")
 
-    def __init__(self, builder: Any, topic: str, partition: int, on_acked: Acked | None) -> None:
-        self.builder, self.topic, self.partition, self.on_acked = builder, topic, partition, on_acked
+    def __init__(self, topic: str, partition: int, on_acked: Acked | None) -> None:
+        self.topic, self.partition, self.on_acked = topic, partition, on_acked
         self.records: list[tuple[bytes | None, bytes | None]] = []
-        """The builder's records, for when they must go one by one."""
 
 
 class Outbox:
-    """Records to send, grouped per (topic, partition) in aiokafka batch builders."""
+    """Records to send, grouped per (topic, partition), handed over as batches."""
 
     def __init__(self, producer: Any) -> None:
         """``producer``: the Faust producer (its aiokafka producer is taken at the
-        first record, once the app has started it)."""
+        first hand-over, once the app has started it)."""
         self.producer = producer
         self.open: dict[tuple[str, int], _Open] = {}
         self.counts: Counter[str] = Counter()
-        """Records added per logical topic since the last :meth:`take_counts`."""
+        """Records added per label since the last :meth:`take_counts`."""
         self.sent_batches = 0
-        self.sent_singly = 0
-        """Records that went one by one (their partition had a batch waiting)."""
+        """Batches handed to the producer."""
+        self.appended = 0
+        """Records appended to a batch already waiting in the producer."""
         self._kafka: Any = None
 
     def _aiokafka(self) -> Any:
@@ -69,37 +74,26 @@ class Outbox:
             self._kafka = self.producer._ensure_producer()
         return self._kafka
 
-    async def add(self, topic: str, partition: int, key: bytes | None, value: bytes | None,
-                  on_acked: Acked | None = None, label: str | None = None) -> None:
-        """Append one record (``value`` None: a tombstone).  ``on_acked`` (kept per
-        builder, so the same for every record of a topic partition) is called with
-        the topic partition and the offset of the builder's last record once the
-        broker has them; ``label`` counts the record in :meth:`take_counts`."""
+    def add(self, topic: str, partition: int, key: bytes | None, value: bytes | None,
+            on_acked: Acked | None = None, label: str | None = None) -> None:
+        """Add one record (``value`` None: a tombstone).  ``on_acked`` (kept per
+        partition and step, so the same for all its records) is called with the
+        topic partition and the offset of the last record of each batch once
+        the broker has it; ``label`` counts the record in :meth:`take_counts`."""
         slot = self.open.get((topic, partition))
         if slot is None:
-            slot = self.open[(topic, partition)] = _Open(self._aiokafka().create_batch(), topic, partition,
-                                                         on_acked)
-        if slot.builder.append(key=key, value=value, timestamp=None) is None:
-            # full: enqueue it now (its records only leave earlier) and open another
-            del self.open[(topic, partition)]
-            await self._enqueue(slot)
-            slot = self.open[(topic, partition)] = _Open(self._aiokafka().create_batch(), topic, partition,
-                                                         on_acked)
-            if slot.builder.append(key=key, value=value, timestamp=None) is None:
-                raise ValueError(f"a record of {len(value or b'')} bytes does not fit in a producer batch "
-                                 f"for {topic}[{partition}]")
+            slot = self.open[(topic, partition)] = _Open(topic, partition, on_acked)
         slot.records.append((key, value))
         if label is not None:
             self.counts[label] += 1
 
     async def send(self) -> int:
-        """Enqueue every open builder on the producer (in the order they were
-        opened); returns how many records that was."""
+        """Hand every partition's records to the producer (in the order the
+        partitions were first written to); returns how many records that was."""
         records = 0
         while self.open:
-            key = next(iter(self.open))
-            slot = self.open.pop(key)
-            records += slot.builder.record_count()
+            slot = self.open.pop(next(iter(self.open)))
+            records += len(slot.records)
             await self._enqueue(slot)
         return records
 
@@ -108,44 +102,64 @@ class Outbox:
         counts, self.counts = self.counts, Counter()
         return counts
 
-    async def _enqueue(self, slot: _Open) -> None:
-        count = slot.builder.record_count()
-        if count == 0:
-            return
-        kafka = self._aiokafka()
-        if self._waiting(kafka, slot):
-            await self._one_by_one(kafka, slot)
-            return
-        delivered = await kafka.send_batch(slot.builder, slot.topic, partition=slot.partition)
-        self.sent_batches += 1
-        delivered.add_done_callback(lambda done: _delivered(done, slot, count))
-
-    @staticmethod
-    def _waiting(kafka: Any, slot: _Open) -> bool:
-        """Whether the producer holds a batch of this partition not yet sent."""
-        accumulator = getattr(kafka, "_message_accumulator", None)
-        batches = getattr(accumulator, "_batches", None)
-        return bool(batches and batches.get((slot.topic, slot.partition)))
-
-    async def _one_by_one(self, kafka: Any, slot: _Open) -> None:
-        last = None
-        for key, value in slot.records:
-            last = await kafka.send(slot.topic, value, key=key, partition=slot.partition)
-        self.sent_singly += len(slot.records)
-        if last is not None:
-            last.add_done_callback(lambda done: _delivered(done, slot, 1))
-
     def __len__(self) -> int:
-        return sum(slot.builder.record_count() for slot in self.open.values())
+        return sum(len(slot.records) for slot in self.open.values())
+
+    async def _enqueue(self, slot: _Open) -> None:
+        kafka = self._aiokafka()
+        records, done = slot.records, 0
+        waiting = _waiting_batch(kafka, slot.topic, slot.partition)
+        if waiting is not None:
+            done = self._append(waiting, slot)
+        while done < len(records):
+            builder, first = kafka.create_batch(), done
+            for key, value in records[first:]:
+                if builder.append(key=key, value=value, timestamp=None) is None:
+                    break
+                done += 1
+            if done == first:
+                size = len(records[first][1] or b"")
+                raise ValueError(f"a record of {size} bytes does not fit in a producer batch "
+                                 f"for {slot.topic}[{slot.partition}]")
+            delivered = await kafka.send_batch(builder, slot.topic, partition=slot.partition)
+            self.sent_batches += 1
+            last = done - first - 1
+            delivered.add_done_callback(lambda sent, last=last: _delivered(sent, slot, last))
+
+    def _append(self, batch: Any, slot: _Open) -> int:
+        """Append as many of the slot's records as fit to a waiting producer batch."""
+        builder = getattr(batch, "_builder", None)
+        if builder is None:
+            return 0
+        last = None
+        appended = 0
+        for key, value in slot.records:
+            metadata = builder.append(key=key, value=value, timestamp=None)
+            if metadata is None:
+                break
+            last, appended = metadata.offset, appended + 1
+        if last is not None:
+            self.appended += appended
+            batch.future.add_done_callback(lambda sent, last=last: _delivered(sent, slot, last))
+        return appended
 
 
-def _delivered(done: Any, slot: _Open, count: int) -> None:
+def _waiting_batch(kafka: Any, topic: str, partition: int) -> Any:
+    """The producer's batch of this partition that its sender has not taken yet."""
+    accumulator = getattr(kafka, "_message_accumulator", None)
+    batches = getattr(accumulator, "_batches", None)
+    pending = batches.get((topic, partition)) if batches else None
+    return pending[-1] if pending else None
+
+
+def _delivered(done: Any, slot: _Open, last: int) -> None:
+    """A batch's outcome; ``last``: the relative offset of the slot's last record in it."""
     if done.cancelled():
         return
     exc = done.exception()
     if exc is not None:
-        log.error("delivery of %d records to %s[%d] failed: %r", count, slot.topic, slot.partition, exc)
+        log.error("delivery of records to %s[%d] failed: %r", slot.topic, slot.partition, exc)
         return
     if slot.on_acked is not None:
         metadata = done.result()
-        slot.on_acked(metadata.topic_partition, metadata.offset + count - 1)
+        slot.on_acked(metadata.topic_partition, metadata.offset + last)

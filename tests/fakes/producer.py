@@ -24,17 +24,24 @@ class Metadata(NamedTuple):
     offset: int
 
 
+class RecordInBatch(NamedTuple):
+    """What aiokafka's builder returns for an appended record (its relative offset)."""
+
+    offset: int
+
+
 class Builder:
     """aiokafka's ``BatchBuilder`` interface: ``append`` until ``capacity`` records."""
 
     def __init__(self, capacity: int) -> None:
         self.capacity, self.records = capacity, []  # type: list[tuple[bytes | None, bytes | None]]
 
-    def append(self, *, timestamp: Any, key: bytes | None, value: bytes | None) -> object | None:
+    def append(self, *, timestamp: Any, key: bytes | None, value: bytes | None) -> RecordInBatch | None:
+        """The record's relative offset in the batch, or None when the batch is full."""
         if len(self.records) >= self.capacity:
             return None
         self.records.append((key, value))
-        return object()
+        return RecordInBatch(len(self.records) - 1)
 
     def record_count(self) -> int:
         return len(self.records)
@@ -43,11 +50,20 @@ class Builder:
 OnRecord = Callable[[str, bytes | None, bytes | None, int | None], None]
 
 
+class WaitingBatch:
+    """A batch the producer holds, not yet taken by its sender (aiokafka's
+    ``MessageBatch``: its ``_builder`` and ``future``)."""
+
+    def __init__(self, builder: Builder) -> None:
+        self._builder = builder
+        self.future: asyncio.Future[Metadata] = asyncio.get_running_loop().create_future()
+
+
 class Accumulator:
     """aiokafka's accumulator as the outbox looks at it: batches waiting per partition."""
 
     def __init__(self) -> None:
-        self._batches: dict[tuple[str, int], list[object]] = {}
+        self._batches: dict[tuple[str, int], list[WaitingBatch]] = {}
 
 
 class RecordingProducer:
@@ -98,8 +114,28 @@ class AIOKafkaView:
         owner = self.owner
         owner.batches += 1
         owner.batch_log.append((topic, partition, batch.record_count()))
+        waiting = self._message_accumulator._batches.get((topic, partition))
+        if waiting:  # aiokafka would wait for those to leave first: this one goes after them
+            behind = WaitingBatch(batch)
+            waiting.append(behind)
+            return behind.future
         offsets = [owner._record(topic, key, value, partition) for key, value in batch.records]
         return owner._acked((topic, partition), offsets[0])
+
+    def hold(self, topic: str, partition: int, records: int = 1, capacity: int | None = None) -> WaitingBatch:
+        """Make the producer hold a batch of ``records`` records for the partition."""
+        builder = Builder(self.owner.batch_capacity if capacity is None else capacity)
+        for i in range(records):
+            builder.append(key=f"held{i}".encode(), value=b"", timestamp=None)
+        batch = WaitingBatch(builder)
+        self._message_accumulator._batches.setdefault((topic, partition), []).append(batch)
+        return batch
+
+    def release(self, topic: str, partition: int) -> None:
+        """The sender takes the partition's waiting batches: their records are sent."""
+        for batch in self._message_accumulator._batches.pop((topic, partition), []):
+            offsets = [self.owner._record(topic, key, value, partition) for key, value in batch._builder.records]
+            batch.future.set_result(Metadata((topic, partition), offsets[0]))
 
     async def send(self, topic: str, value: bytes | None = None, key: bytes | None = None,
                    partition: int | None = None) -> asyncio.Future[Metadata]:

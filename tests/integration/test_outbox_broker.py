@@ -2,8 +2,8 @@
 order they were added (a full batch handed over early included), a record sent
 directly after the outbox comes after its records, the acknowledgement
 reports the offset the last record of each batch really has, and a partition
-whose producer batch is still waiting gets the records one by one, behind it,
-without the outbox waiting for that batch to leave."""
+whose producer batch is still waiting gets the records appended to that batch,
+without the outbox waiting for it to leave."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ def test_records_land_in_order_with_the_offsets_the_acknowledgements_report(stac
             outbox = Outbox(FaustLike(producer))
             for i in range(40):  # 4 KB values: a 16 KB batch fills after three records
                 topic, partition = topics[i % 2], i % 3
-                await outbox.add(topic, partition, f"k{i}".encode(), bytes([i]) * 4096,
+                outbox.add(topic, partition, f"k{i}".encode(), bytes([i]) * 4096,
                                  lambda tp, offset: acked.append((tp, offset)))
             await outbox.send()
             last = await producer.send(topics[0], b"direct", key=b"direct", partition=0)
@@ -84,16 +84,18 @@ def test_a_partition_with_a_batch_waiting_gets_the_records_one_by_one_behind_it(
         try:
             await producer.send_and_wait(topic, b"warm", key=b"warm", partition=0)
             outbox = Outbox(FaustLike(producer))
+            acked: list[int] = []
             for i in range(3):
-                await outbox.add(topic, 0, f"k{i}".encode(), b"v")
-            await producer.send(topic, b"first", key=b"first", partition=0)  # waits in the producer
+                outbox.add(topic, 0, f"k{i}".encode(), b"v", lambda tp, offset: acked.append(offset))
+            first = await producer.send(topic, b"first", key=b"first", partition=0)  # waits in the producer
             await outbox.send()  # no yield since: the batch above is still there
             await producer.flush()
+            assert (await first).offset == 1 and acked == [4]  # warm, first, k0, k1, k2
         finally:
             await producer.stop()
         keys = [record.key async for record in read_to_end(settings, [topic])]
-        return keys, outbox.sent_singly, outbox.sent_batches
+        return keys, outbox.appended, outbox.sent_batches
 
-    keys, singly, batches = run(scenario())
+    keys, appended, batches = run(scenario())
     assert keys == [b"warm", b"first", b"k0", b"k1", b"k2"]
-    assert (singly, batches) == (3, 0)
+    assert (appended, batches) == (3, 0)
