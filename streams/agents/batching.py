@@ -54,6 +54,7 @@ class TableBuffer:
         self.persists = False
         """Whether the store remembers the changelog offset it holds (RocksDB)."""
         self.persisted: PersistedOffsets | None = None
+        """What tells the store its acknowledged offsets (when it persists)."""
 
     def get(self, key: bytes) -> bytes | None:
         if key in self.pending:
@@ -116,10 +117,11 @@ _NOT_PERSISTED = Store.set_persisted_offset
 
 class PersistedOffsets:
     """Tells a store (RocksDB) the highest acknowledged changelog offset of each
-    partition.  Acknowledgements may arrive out of order — a batch's and the
-    single records appended behind it resolve one loop iteration apart — and
-    the store must never be told an older offset after a newer one: a restart
-    would replay the changelog from there."""
+    partition.  Acknowledgements may arrive out of order — the outbox's own
+    batches and the records it appended to a batch already waiting in the
+    producer resolve one loop iteration apart — and the store must never be
+    told an older offset after a newer one: a restart would replay the
+    changelog from there."""
 
     def __init__(self, store: Any) -> None:
         self.store = store

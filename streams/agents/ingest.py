@@ -48,6 +48,7 @@ class Ingest:
     def __init__(self, p: Pipeline, context: BatchContext) -> None:
         self.p = p
         self.seen_table = TableBuffer(p.tables["ingest-seen"], context, p.app.producer)
+        self.outbox = context.outbox
         self.window = p.settings.ingest_dedupe_window
         self.cache: dict[str, SeenIds] = {}
         self.dirty: set[str] = set()
@@ -73,24 +74,24 @@ class Ingest:
                 # a re-delivery of the record we accepted (the worker restarted before
                 # committing): publish again; the analysis drops the copy by its raw offset
                 p.metrics.duplicates_skipped.inc()
-                await publish(p, out, out.student_key, outbox=self.seen_table.context.outbox)
+                await publish(p, out, out.student_key, outbox=self.outbox)
                 return out
             if first is not None:
                 out = Rejected(RejectReason.DUPLICATE_ID,
                                f"envelope id {out.event_id} was already accepted for this student",
                                out.event_id, out.student_key, out.session_id)
             else:
-                await publish(p, out, out.student_key, outbox=self.seen_table.context.outbox)
+                await publish(p, out, out.student_key, outbox=self.outbox)
                 seen.add(out.event_id, source.offset)
                 self.seen_table[out.student_key.encode()] = b""  # placeholder: serialized at flush
                 self.dirty.add(out.student_key)
                 p.metrics.ingest_accepted.inc()
                 return out
         elif isinstance(out, NormalizedEvent):
-            await publish(p, out, out.student_key, outbox=self.seen_table.context.outbox)
+            await publish(p, out, out.student_key, outbox=self.outbox)
             p.metrics.ingest_accepted.inc()
             return out
-        await _reject(p, out, value, source, self.seen_table.context.outbox)
+        await _reject(p, out, value, source, self.outbox)
         return None
 
     def _serialize(self) -> None:

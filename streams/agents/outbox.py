@@ -39,7 +39,8 @@ from typing import Any
 
 log = logging.getLogger("vexnudge.outbox")
 
-#: Called with (partition's last offset) when a builder's records are acknowledged.
+#: Called with (topic partition, offset of the last record it covers) when the
+#: broker acknowledges records of the outbox.
 Acked = Callable[[Any, int], None]
 
 

@@ -100,6 +100,12 @@ def _lines_by_home() -> tuple[list[bytes], list[bytes]]:
     return home, away
 
 
+def _raw_events(stream: Stream, lines: list[bytes]) -> list[Event]:
+    """The lines as records of the raw topic's partition 0, offsets from 0."""
+    raw = stream.p.settings.topic(T.RAW.name)
+    return [Event(Message(raw, 0, i, line, None)) for i, line in enumerate(lines)]
+
+
 async def _batches(events: list[Event], size: int):  # type: ignore[no-untyped-def]
     for start in range(0, len(events), size):
         yield events[start:start + size]
@@ -109,8 +115,7 @@ def test_a_line_on_its_students_partition_is_analysed_where_it_is_read(tmp_path)
     log = Log()
     stream = _stream(tmp_path, log)
     home, away = _lines_by_home()
-    raw = stream.p.settings.topic(T.RAW.name)
-    events = [Event(Message(raw, 0, i, line, None)) for i, line in enumerate(home[:40] + away[:40])]
+    events = _raw_events(stream, home[:40] + away[:40])
     asyncio.run(run_batches(_batches(events, 25), stream))
     sent: list[tuple[str, bytes | None, bytes]] = stream.p.app.producer.sent  # type: ignore[attr-defined]
     topics = [topic for topic, _, _ in sent]
@@ -127,8 +132,7 @@ def test_a_batch_writes_its_state_after_its_outputs_in_a_consistent_order(tmp_pa
     log = Log()
     stream = _stream(tmp_path, log)
     home, _ = _lines_by_home()
-    raw = stream.p.settings.topic(T.RAW.name)
-    events = [Event(Message(raw, 0, i, line, None)) for i, line in enumerate(home[:60])]
+    events = _raw_events(stream, home[:60])
     asyncio.run(run_batches(_batches(events, 20), stream))
     # The log alternates: a batch's sends, then its table writes.
     runs: list[list[tuple[str, ...]]] = []
@@ -154,8 +158,7 @@ def test_a_batch_reaches_the_producer_as_one_batch_per_topic_partition(tmp_path)
     log = Log()
     stream = _stream(tmp_path, log)
     home, away = _lines_by_home()
-    raw = stream.p.settings.topic(T.RAW.name)
-    events = [Event(Message(raw, 0, i, line, None)) for i, line in enumerate(home[:50] + away[:50])]
+    events = _raw_events(stream, home[:50] + away[:50])
     producer: RecordingProducer = stream.p.app.producer  # type: ignore[assignment]
 
     async def scenario() -> None:
