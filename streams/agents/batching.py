@@ -51,10 +51,9 @@ class TableBuffer:
         self.pending: dict[bytes, tuple[bytes | None, Any]] = {}
         self.topic = ""
         """The changelog topic (known once the app is set up; taken at the first write)."""
-        self.persists = False
-        """Whether the store remembers the changelog offset it holds (RocksDB)."""
         self.persisted: PersistedOffsets | None = None
-        """What tells the store its acknowledged offsets (when it persists)."""
+        """What tells the store its acknowledged changelog offsets, when it
+        remembers the offset it holds (RocksDB; taken at the first write)."""
 
     def get(self, key: bytes) -> bytes | None:
         if key in self.pending:
@@ -93,9 +92,8 @@ class TableBuffer:
         current event's partition)."""
         if not self.topic:
             self.topic = self.table.changelog_topic.get_topic_name()
-            store_type = type(self.table.data)
-            self.persists = getattr(store_type, "set_persisted_offset", _NOT_PERSISTED) is not _NOT_PERSISTED
-            self.persisted = PersistedOffsets(self.table.data) if self.persists else None
+            persists = getattr(type(self.table.data), "set_persisted_offset", _NOT_PERSISTED) is not _NOT_PERSISTED
+            self.persisted = PersistedOffsets(self.table.data) if persists else None
         _current_event.set(weakref.ref(event))
         store = self.table.data
         partition = event.message.partition
