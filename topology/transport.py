@@ -30,6 +30,10 @@ empty, and aiokafka reads an empty filter as no filter: it returns the paused
 partitions' records and moves past them, and Faust drops them as not active.
 :class:`ActiveView` keeps the filter on.
 
+Faust's consumer loop races every record's hand-over to the streams against
+the flow's suspension with four tasks; :func:`topology.handover.drain` runs the
+hand-over inline and races only one that has to wait.
+
 Everything else is Faust's driver.
 """
 
@@ -41,6 +45,8 @@ from typing import Any
 import aiokafka
 from faust.transport import drivers
 from faust.transport.drivers import aiokafka as driver
+
+from topology import handover
 
 log = logging.getLogger("vexnudge.transport")
 SCHEME = "vexkafka"
@@ -170,6 +176,9 @@ class Consumer(driver.Consumer):
             if held:
                 log.debug("resuming %d stream partitions after their seek", len(held))
                 super().resume_partitions(held)
+
+    async def _drain_messages(self, fetcher: Any) -> None:
+        await handover.drain(self, fetcher)
 
     def _new_offset(self, tp: Any) -> int | None:
         """The offset to commit for ``tp``, or None while a record between the

@@ -37,6 +37,7 @@ from streams.agents.outbox import Outbox
 from streams.agents.ingest import Ingest, source_of
 from topology import topics as T
 from topology.app import Pipeline
+from topology.handover import RawSchema
 from topology.schemas import NormalizedEvent, SourceRef
 
 
@@ -131,7 +132,7 @@ def register(p: Pipeline, *, analysis: bool = True) -> None:
     async def _reassigned(app: object, assigned: object = None, **kwargs: object) -> None:  # noqa: ARG001
         stream.forget()
 
-    channel = p.app.topic(*stream.names, key_serializer="raw", value_serializer="raw")
+    channel = p.app.topic(*stream.names, schema=RawSchema())
 
     @p.app.agent(channel, name="stream")
     async def stream_agent(records):  # type: ignore[no-untyped-def]
