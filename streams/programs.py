@@ -108,7 +108,15 @@ def chunks_to_keep(count: int, keep: int) -> range:
 
 
 class ChunkedMetricLog:
-    """A :class:`MetricLog` over a byte store, in chunks of :data:`CHUNK` records."""
+    """A :class:`MetricLog` over a byte store, in chunks of :data:`CHUNK` records.
+
+    A chunk is its records as JSON lines (orjson never writes a raw newline
+    inside a value), so an event appends its record to the chunk's bytes, and
+    the newlines count the records for the replace-on-repeat rule, without
+    decoding the chunk.  A chunk written as one JSON array (before
+    2026-11-30; it has no final newline) is read as well, and rewritten as
+    lines on its next append.
+    """
 
     def __init__(self, get: Any, put: Any, prefix: str, keep: int) -> None:
         self._get, self._put, self.prefix, self.keep = get, put, prefix, keep
@@ -118,11 +126,12 @@ class ChunkedMetricLog:
 
     def append(self, session_id: str, count: int, record: list[Any]) -> None:
         chunk, position = divmod(count, CHUNK)
-        raw = self._get(self._key(session_id, chunk)) if position else None
-        records = orjson.loads(raw) if raw else []
-        del records[position:]  # a repeated append (after a crash) replaces, never duplicates
-        records.append(record)
-        self._put(self._key(session_id, chunk), orjson.dumps(records))
+        raw = (self._get(self._key(session_id, chunk)) or b"") if position else b""
+        if raw and raw[-1:] != b"\n":  # the older form
+            raw = _lines(orjson.loads(raw))
+        if raw.count(b"\n") > position:  # a repeated append (after a crash) replaces, never duplicates
+            raw = b"\n".join(raw.split(b"\n", position)[:position]) + b"\n"
+        self._put(self._key(session_id, chunk), raw + orjson.dumps(record) + b"\n")
         stale = (count + 1 - self.keep) // CHUNK - 1
         if stale >= 0 and (count + 1 - self.keep) % CHUNK == 0:
             self._put(self._key(session_id, stale), None)
@@ -130,13 +139,25 @@ class ChunkedMetricLog:
     def load(self, session_id: str, count: int, keep: int) -> list[list[Any]]:
         out: list[list[Any]] = []
         for chunk in chunks_to_keep(count, keep):
-            raw = self._get(self._key(session_id, chunk))
-            out += orjson.loads(raw) if raw else []
+            out += _records(self._get(self._key(session_id, chunk)))
         return out[-keep:] if keep else []
 
     def drop(self, session_id: str, count: int) -> None:
         for chunk in chunks_to_keep(count, self.keep):
             self._put(self._key(session_id, chunk), None)
+
+
+def _lines(records: list[Any]) -> bytes:
+    return b"".join(orjson.dumps(record) + b"\n" for record in records)
+
+
+def _records(raw: bytes | None) -> list[Any]:
+    """A stored chunk's records: JSON lines, or one JSON array (the older form)."""
+    if not raw:
+        return []
+    if raw[-1:] != b"\n":  # one JSON array: orjson writes no final newline
+        return list(orjson.loads(raw))
+    return list(orjson.loads(b"[" + raw[:-1].replace(b"\n", b",") + b"]"))
 
 
 class DictMetricLog(ChunkedMetricLog):
