@@ -18,6 +18,7 @@ from streams.partitioning import partition_for
 from streams.scoring import TreeEditScorer
 from topology import topics as T
 from topology import transport
+from topology.handover import RawSchema
 from topology.kafka_admin import TABLES
 from topology.metrics import WorkerMetrics
 from topology.settings import Settings
@@ -103,7 +104,7 @@ def build_pipeline(settings: Settings, *, agents: bool = True) -> Pipeline:
     app = _faust_app(settings)
     declared = {
         spec.name: app.topic(settings.topic(spec.name), partitions=settings.topic_partitions,
-                             key_serializer="raw", value_serializer="raw")
+                             schema=RawSchema())
         for spec in T.ALL_TOPICS
     }
     tables = {

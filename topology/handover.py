@@ -67,10 +67,6 @@ class _Rest:
                     return done.value
 
 
-async def _finish(rest: _Rest) -> Any:
-    return await rest
-
-
 async def deliver(callback: Callable[[Any], Coroutine[Any, Any, Any]], message: Any,
                   race: Callable[[Awaitable[Any]], Awaitable[Any]]) -> None:
     """Run ``callback(message)``: inline if it completes without waiting,
@@ -81,7 +77,7 @@ async def deliver(callback: Callable[[Any], Coroutine[Any, Any, Any]], message: 
         pending = step.send(None)
     except StopIteration:
         return
-    await race(asyncio.ensure_future(_finish(_Rest(step, pending))))
+    await race(asyncio.ensure_future(_Rest(step, pending)))
 
 
 async def drain(consumer: Any, fetcher: Any) -> None:
