@@ -21,7 +21,7 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 from typing import Any
 
@@ -144,6 +144,7 @@ def _aliases() -> dict[str, str]:
     return out
 
 
+@lru_cache(maxsize=1024)  # every event's playground goes through here; spellings are few
 def canonical_playground(name: str | None) -> str | None:
     """The canonical playground name for a telemetry spelling.
 

@@ -130,6 +130,12 @@ class NudgeState:
             "held_slot": self.held_slot,
         }
 
+    @staticmethod
+    def holds(raw: Mapping[str, Any] | None) -> bool:
+        """Whether the JSON form holds a fire (``from_json(raw).held`` is set),
+        read without building the state."""
+        return bool(raw and raw.get("held"))
+
     @classmethod
     def from_json(cls, raw: Mapping[str, Any] | None) -> NudgeState:
         """Inverse of :meth:`to_json`; an empty or missing mapping is a fresh state."""

@@ -103,10 +103,10 @@ class StudentEngine:
             session.run_stopped = True
         if event.error_message:
             session.last_error = event.error_message
-        record = MetricEvent.from_fields(
+        record = MetricEvent.record(
             ts=event.ts, event_type=event.event_type, playground=event.playground,
             playground_params=event.playground_params, block_event=event.block_event,
-            error_message=event.error_message).to_json()
+            error_message=event.error_message)
         self.metrics.append(event.session_id, session.metric_count, record)
         session.metric_count += 1
 

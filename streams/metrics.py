@@ -90,21 +90,30 @@ class MetricEvent:
             (anything that is not a mapping is ignored).
         :param block_event: the decoded ``blockEventData`` (ignored unless a mapping).
         """
-        snap = unsnap = False
+        return cls.from_json(cls.record(
+            ts=ts, event_type=event_type, playground=playground, playground_params=playground_params,
+            block_event=block_event, error_message=error_message))
+
+    @staticmethod
+    def record(
+        *,
+        ts: float,
+        event_type: str,
+        playground: str | None,
+        playground_params: Mapping[str, Any] | None = None,
+        block_event: Mapping[str, Any] | None = None,
+        error_message: str | None = None,
+    ) -> list[Any]:
+        """``from_fields(...).to_json()`` without building the event: the
+        engine stores one record per event and reads them back only to measure."""
+        moved = 0
         if event_type == BLOCK_MOVED and isinstance(block_event, Mapping):
-            new_parent = _has_parent(block_event.get("newInfo"))
-            snap = new_parent
-            unsnap = _has_parent(block_event.get("oldInfo")) and not new_parent
+            if _has_parent(block_event.get("newInfo")):
+                moved = 1
+            elif _has_parent(block_event.get("oldInfo")):
+                moved = 2
         params = dict(playground_params) if isinstance(playground_params, Mapping) else None
-        return cls(
-            ts=float(ts),
-            event_type=event_type,
-            playground=canonical_playground(playground),
-            params=params,
-            snap=snap,
-            unsnap=unsnap,
-            error_message=error_message or None,
-        )
+        return [float(ts), event_type, canonical_playground(playground), params, moved, error_message or None]
 
     def to_json(self) -> list[Any]:
         """Compact JSON form: ``[ts, type, playground, params, moved, error]``.

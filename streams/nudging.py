@@ -63,11 +63,11 @@ def apply_policy(
 ) -> list[FeedbackRequest]:
     """Decide ``fires`` (and release a held fire whose run ended); update the state."""
     out = [_proactive(f, state, programs, log, act=False, reason=RESOLVED) for f in resolved]
+    if not fires and not NudgeState.holds(state.policy):
+        return out  # nothing to decide (most events): the stored policy is not even read
     latest = state.sessions.get(state.last_session or "")
     running = latest is not None and latest.run_in_progress
     policy = NudgeState.from_json(state.policy)
-    if not fires and policy.held is None:
-        return out
     last_run = latest.next_run - 1 if latest is not None and latest.next_run else None
     result = decide(fires, policy, config, now=now, run_in_progress=running, last_run_index=last_run)
     state.policy = result.state.to_json()

@@ -248,6 +248,17 @@ def test_hold_while_running_then_release_acts() -> None:
     assert released.state.held is None and released.state.last_nudge_ts == NOW + 30
 
 
+def test_holds_reads_the_held_fire_from_the_json_form() -> None:
+    held = run([fire(T.EXPLORER, 1)], in_progress=True, last_run=1).state
+    acted = run([fire(T.EXPLORER, 1)], last_run=1).state
+    assert acted.last_nudge_ts is not None  # a non-empty state that holds nothing
+    for state in (held, acted, NudgeState()):
+        raw = state.to_json()
+        assert NudgeState.holds(raw) is (NudgeState.from_json(raw).held is not None)
+    assert NudgeState.holds(held.to_json()) and not NudgeState.holds(acted.to_json())
+    assert not NudgeState.holds(None) and not NudgeState.holds({})
+
+
 def test_release_with_nothing_held() -> None:
     assert release(NudgeState(), ON, now=NOW) == PolicyResult((), NudgeState())
 
