@@ -6,7 +6,8 @@
   :class:`~topology.settings.Settings` pointing at them.  A stack that this
   fixture started is stopped at the end of the session unless KEEP_STACK=1.
 - ``unique_prefix`` (function): ``t-<8 hex>.`` for ``TOPIC_PREFIX`` and app ids,
-  so tests never share (or delete) topics.
+  so tests never share (or delete) each other's topics; a test that used the
+  broker has its topics deleted afterwards.
 
 Every test that uses ``stack`` is an integration test: it gets the
 ``integration`` marker automatically if it lacks it, so ``-m "not integration"``
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+import warnings
 from collections.abc import Iterator
 
 import pytest
@@ -54,6 +56,29 @@ def stack() -> Iterator[Settings]:
 
 
 @pytest.fixture
-def unique_prefix() -> str:
-    """A fresh ``t-<8 hex>.`` prefix for topic names, app ids and consumer groups."""
-    return f"t-{uuid.uuid4().hex[:8]}."
+def unique_prefix(request: pytest.FixtureRequest) -> Iterator[str]:
+    """A fresh ``t-<8 hex>.`` prefix for topic names, app ids and consumer groups.
+
+    After a test that used the broker, every topic named from the prefix (its
+    own topics, its apps' changelogs) is deleted: a broker left with hundreds
+    of test topics spends a fair part of a core on them.
+    """
+    stem = f"t-{uuid.uuid4().hex[:8]}"
+    yield stem + "."
+    if "stack" in request.fixturenames:
+        asyncio.run(_delete_topics_of(request.getfixturevalue("stack"), stem))
+
+
+async def _delete_topics_of(settings: Settings, stem: str) -> None:
+    from aiokafka.admin import AIOKafkaAdminClient
+
+    admin = AIOKafkaAdminClient(bootstrap_servers=settings.kafka_bootstrap_servers)
+    try:
+        await admin.start()
+        doomed = [name for name in await admin.list_topics() if name.startswith(stem)]
+        if doomed:
+            await admin.delete_topics(doomed)
+    except Exception as exc:  # noqa: BLE001 - cleanup only: say so, never fail the test for it
+        warnings.warn(f"could not delete the topics of {stem}: {exc}", stacklevel=1)
+    finally:
+        await admin.close()
