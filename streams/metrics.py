@@ -73,26 +73,9 @@ class MetricEvent:
     error_message: str | None = None
 
     @classmethod
-    def from_fields(
-        cls,
-        *,
-        ts: float,
-        event_type: str,
-        playground: str | None,
-        playground_params: Mapping[str, Any] | None = None,
-        block_event: Mapping[str, Any] | None = None,
-        error_message: str | None = None,
-    ) -> MetricEvent:
-        """Build a record from plain normalized-event values.
-
-        :param playground: the raw playground spelling; canonicalized here.
-        :param playground_params: the decoded ``playgroundData.parameters``
-            (anything that is not a mapping is ignored).
-        :param block_event: the decoded ``blockEventData`` (ignored unless a mapping).
-        """
-        return cls.from_json(cls.record(
-            ts=ts, event_type=event_type, playground=playground, playground_params=playground_params,
-            block_event=block_event, error_message=error_message))
+    def from_fields(cls, **fields: Any) -> MetricEvent:
+        """Build a record from plain normalized-event values (the keywords of :meth:`record`)."""
+        return cls.from_json(cls.record(**fields))
 
     @staticmethod
     def record(
@@ -104,8 +87,15 @@ class MetricEvent:
         block_event: Mapping[str, Any] | None = None,
         error_message: str | None = None,
     ) -> list[Any]:
-        """``from_fields(...).to_json()`` without building the event: the
-        engine stores one record per event and reads them back only to measure."""
+        """The JSON form (:meth:`to_json`) of the record of these values, built
+        without the event: the engine stores one record per event and reads
+        them back only to measure.
+
+        :param playground: the raw playground spelling; canonicalized here.
+        :param playground_params: the decoded ``playgroundData.parameters``
+            (anything that is not a mapping is ignored).
+        :param block_event: the decoded ``blockEventData`` (ignored unless a mapping).
+        """
         moved = 0
         if event_type == BLOCK_MOVED and isinstance(block_event, Mapping):
             if _has_parent(block_event.get("newInfo")):
