@@ -70,15 +70,9 @@ def unique_prefix(request: pytest.FixtureRequest) -> Iterator[str]:
 
 
 async def _delete_topics_of(settings: Settings, stem: str) -> None:
-    from aiokafka.admin import AIOKafkaAdminClient
+    from topology.kafka_admin import delete_topics_where
 
-    admin = AIOKafkaAdminClient(bootstrap_servers=settings.kafka_bootstrap_servers)
     try:
-        await admin.start()
-        doomed = [name for name in await admin.list_topics() if name.startswith(stem)]
-        if doomed:
-            await admin.delete_topics(doomed)
+        await delete_topics_where(settings, lambda name: name.startswith(stem))
     except Exception as exc:  # noqa: BLE001 - cleanup only: say so, never fail the test for it
         warnings.warn(f"could not delete the topics of {stem}: {exc}", stacklevel=1)
-    finally:
-        await admin.close()

@@ -6,7 +6,7 @@ Thin wrappers over aiokafka used by the worker, the CLI tools and the tests.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
@@ -95,6 +95,19 @@ async def end_offsets(settings: Settings, topic: str) -> dict[int, int]:
         return {tp.partition: off for tp, off in ends.items()}
     finally:
         await consumer.stop()
+
+
+async def delete_topics_where(settings: Settings, doomed: Callable[[str], bool]) -> list[str]:
+    """Delete every topic on the broker whose name ``doomed`` accepts; returns their names."""
+    admin = AIOKafkaAdminClient(bootstrap_servers=settings.kafka_bootstrap_servers)
+    await admin.start()
+    try:
+        names = [name for name in await admin.list_topics() if doomed(name)]
+        if names:
+            await admin.delete_topics(names)
+        return names
+    finally:
+        await admin.close()
 
 
 async def committed_offsets(settings: Settings, group: str, topic: str) -> dict[int, int]:

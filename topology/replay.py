@@ -18,12 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from aiokafka import AIOKafkaProducer
-from aiokafka.admin import AIOKafkaAdminClient
 
 from streams.ingest import decode_line
 from streams.summary import Observed
 from topology import topics as T
-from topology.kafka_admin import ensure_topics, read_to_end, topic_names, wait_consumed
+from topology.kafka_admin import delete_topics_where, ensure_topics, read_to_end, topic_names, wait_consumed
 from topology.producer import ProduceStats, produce_lines
 from topology.schemas import (
     ClockTick,
@@ -108,15 +107,8 @@ async def collect_outputs(settings: Settings, result: ReplayResult) -> None:
 
 async def delete_topics(settings: Settings) -> None:
     """Remove a replay's topics (contract topics and the app's changelogs)."""
-    admin = AIOKafkaAdminClient(bootstrap_servers=settings.kafka_bootstrap_servers)
-    await admin.start()
-    try:
-        names = set(await admin.list_topics())
-        doomed = [n for n in names if n in topic_names(settings) or n.startswith(settings.app_id + "-")]
-        if doomed:
-            await admin.delete_topics(doomed)
-    finally:
-        await admin.close()
+    own = set(topic_names(settings))
+    await delete_topics_where(settings, lambda name: name in own or name.startswith(settings.app_id + "-"))
 
 
 async def replay(
