@@ -99,16 +99,21 @@ WARM_ID_BASE = 600_000_000
 def worker_variant(variant: str) -> tuple[int | None, list[str], list[str]]:
     """``all`` (the worker as shipped, every role) or ``stream`` (``--roles stream``:
     ingest, analysis and clock only, as a district's stream workers run), then the
-    ``+fwN`` / ``+key=value`` experiments of ``bench/ingest.py``, or ``+s:FIELD=VALUE``
-    (a setting, ``vexnudge worker --set``; e.g. ``+s:worker_batch_within_ms=2``)."""
+    ``+fwN`` / ``+key=value`` experiments of ``bench/ingest.py``, ``+s:FIELD=VALUE``
+    (a setting, ``vexnudge worker --set``; e.g. ``+s:worker_batch_within_ms=2``) or
+    ``+l:LEVEL`` (``vexnudge worker --loglevel LEVEL``)."""
     name, *mods = variant.split("+")
     if name not in ("all", "stream"):
-        raise SystemExit(f"unknown pipeline variant {variant!r}: all or stream, then +fwN, +key=value "
-                         "or +s:FIELD=VALUE")
+        raise SystemExit(f"unknown pipeline variant {variant!r}: all or stream, then +fwN, +key=value, "
+                         "+s:FIELD=VALUE or +l:LEVEL")
     args = ["--roles", "stream"] if name == "stream" else []
-    for mod in (m for m in mods if m.startswith("s:")):
-        args += ["--set", mod[2:]]
-    agents, fetch_wait, options = parse_variant("+".join(["all", *(m for m in mods if not m.startswith("s:"))]))
+    for mod in mods:
+        if mod.startswith("s:"):
+            args += ["--set", mod[2:]]
+        elif mod.startswith("l:"):
+            args += ["--loglevel", mod[2:]]
+    experiments = (m for m in mods if not m.startswith(("s:", "l:")))
+    agents, fetch_wait, options = parse_variant("+".join(["all", *experiments]))
     assert agents is None
     return fetch_wait, options, args
 
@@ -445,8 +450,8 @@ def main() -> None:
     parser.add_argument("--latency-copies", type=int, default=10, help="classroom copies for latency (default 10)")
     parser.add_argument("--rate", type=float, default=200.0, help="lines per second in the latency run")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--variants", default="all", help="throughput workers: all, stream, then +fwN, +key=value or +s:FIELD=VALUE")
-    parser.add_argument("--latency-variants", default="all", help="latency workers: all, stream, then +fwN, +key=value or +s:FIELD=VALUE")
+    parser.add_argument("--variants", default="all", help="throughput workers: all, stream, then +fwN, +key=value, +s:FIELD=VALUE or +l:LEVEL")
+    parser.add_argument("--latency-variants", default="all", help="latency workers: all, stream, then +fwN, +key=value, +s:FIELD=VALUE or +l:LEVEL")
     parser.add_argument("--quick", action="store_true", help="4 copies (2 for latency), one repeat")
     args = parser.parse_args()
     if args.quick:
