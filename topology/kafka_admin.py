@@ -59,6 +59,7 @@ async def ensure_topics(settings: Settings, names: Iterable[str] | None = None) 
             except TopicAlreadyExistsError:
                 pass
             await _wait_for_leaders(admin, missing)
+            await _wait_until_served(settings, missing)
         return missing
     finally:
         await admin.close()
@@ -74,6 +75,29 @@ async def _wait_for_leaders(admin: AIOKafkaAdminClient, names: list[str], timeou
             return
         await asyncio.sleep(0.1)
     raise TimeoutError(f"topics {names} have partitions without a leader after {timeout_s:.0f} s")
+
+
+async def _wait_until_served(settings: Settings, names: list[str], timeout_s: float = 30.0) -> None:
+    """Return once the leader of every partition of ``names`` answers for it.
+
+    The metadata names a new partition's leader a moment before that broker
+    acts as its leader; a record produced in between is refused
+    (``NotLeaderForPartition``) and retried, with a warning on the console.
+    Asking each leader for its end offsets waits that moment out: the consumer
+    retries the request until every leader answers, every 20 ms here (with
+    aiokafka's default 100 ms, 17 new topics took 1.7 s instead of 0.5 s).
+    """
+    consumer = AIOKafkaConsumer(bootstrap_servers=settings.kafka_bootstrap_servers, enable_auto_commit=False,
+                                retry_backoff_ms=20)
+    await consumer.start()
+    try:
+        partitions = [TopicPartition(name, p) for name in names for p in range(settings.topic_partitions)]
+        try:
+            await asyncio.wait_for(consumer.end_offsets(partitions), timeout_s)
+        except TimeoutError:
+            raise TimeoutError(f"the leaders of topics {names} do not answer after {timeout_s:.0f} s") from None
+    finally:
+        await consumer.stop()
 
 
 async def _partition_counts(admin: AIOKafkaAdminClient, names: list[str]) -> dict[str, int]:
