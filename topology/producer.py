@@ -104,6 +104,8 @@ async def produce_lines(
     finally:
         await producer.stop()
     stats.seconds = time.perf_counter() - started
+    if on_progress:
+        on_progress(stats)  # the last lines, fewer than a report's 1,000
     return stats
 
 

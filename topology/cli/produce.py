@@ -38,8 +38,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     progress = Progress(f"produce {args.file.name}", total=len(lines), unit="lines")
 
     def show(stats: ProduceStats) -> None:
-        progress.done = stats.lines
-        progress.update(0)
+        progress.set(stats.lines)
 
     try:
         asyncio.run(ensure_topics(settings))
@@ -49,7 +48,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         print(f"\nvexnudge produce: failed: {exc}\nIs the broker up? `vexnudge stack status`",
               file=sys.stderr)
         return 1
-    progress.done = stats.lines
+    progress.set(stats.lines)
     progress.close()
     print(f"produced {stats.sent} of {stats.lines} lines ({stats.skipped} skipped), "
           f"{stats.bytes / 1e6:.2f} MB in {stats.seconds:.2f} s: {stats.rate:,.0f} events/s "

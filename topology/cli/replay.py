@@ -40,8 +40,7 @@ def _reporter() -> object:
                 other.close()
             bars.clear()
             bar = bars[stage] = Progress(stage, total=total, unit="records")
-        bar.done, bar.total = done, total
-        bar.update(0)
+        bar.set(done, total)
 
     report.bars = bars  # type: ignore[attr-defined]
     return report
