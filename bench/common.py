@@ -401,6 +401,8 @@ class Ceiling:
     records: int
     seconds: float
     bytes: int
+    cpu_s: float = 0.0
+    """CPU time of this process over the same span (the consumer's threads included)."""
 
     @property
     def rate(self) -> float:
@@ -424,7 +426,7 @@ async def raw_ceiling(settings: Any, logical: str, expected: int, *, payload: bo
         await consumer.seek_to_beginning(*tps)
         loads = orjson.loads
         count = size = 0
-        started = time.perf_counter()
+        started, cpu0 = time.perf_counter(), time.process_time()
         while count < expected:
             batch = await consumer.getmany(timeout_ms=1000)
             for records in batch.values():
@@ -437,7 +439,7 @@ async def raw_ceiling(settings: Any, logical: str, expected: int, *, payload: bo
                     if payload and isinstance(envelope, dict) and isinstance(envelope.get("raw_message"), str):
                         loads(envelope["raw_message"])
                 count += len(records)
-        return Ceiling(count, time.perf_counter() - started, size)
+        return Ceiling(count, time.perf_counter() - started, size, time.process_time() - cpu0)
     finally:
         await consumer.stop()
 

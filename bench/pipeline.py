@@ -27,7 +27,10 @@ consumes the raw topic from the beginning and decodes each line and its
 ``raw_message`` with orjson (the ceiling); then the same consumer feeds each
 line to the pure cores (decode, duplicate check, engine; no output, no state
 written): the cores floor, the most any worker running these cores in Python
-could reach.  Then the latest value of every key
+could reach.  The CPU ratio divides the ceiling's CPU time per event (this
+process, the consumer's thread included) by the worker's: the ratio both would
+show running a core flat out, less swayed than the rates by what else the
+two cores of a laptop are doing.  Then the latest value of every key
 of the ``students``, ``programs`` and ``ingest-seen`` changelogs gives the table
 bytes per student.
 
@@ -150,6 +153,7 @@ async def throughput_once(settings: Any, lines: list[bytes], variant: str) -> di
     out["sizes"] = {name: out["changelogs"][name].latest for name in STATE_TABLES}
     ceiling = await raw_ceiling(settings, T.RAW.name, n + 1)
     out["ceiling"] = ceiling.rate
+    out["ceiling_cpu_s"] = ceiling.cpu_s
     out["floor"] = (await raw_ceiling(settings, T.RAW.name, n + 1, handle=cores(settings))).rate
     await delete_topics(settings)
     return out
@@ -244,7 +248,8 @@ async def bench_throughput(base: Any, lines: list[bytes], variants: list[str], r
                   f"({r['done_s']:.1f} s)  ceiling {fmt_rate(r['ceiling'])}/s  "
                   f"ratio {n / r['done_s'] / r['ceiling']:.1%}  cores floor {fmt_rate(r['floor'])}/s "
                   f"({r['floor'] / r['ceiling']:.1%})  worker CPU {r['cpu_s'] / n * 1e6:.0f} us/event "
-                  f"({r['cpu_s'] / r['done_s']:.0%} of a core)  RSS {r['rss_idle_mib']:.0f}->{r['rss_end_mib']:.0f} "
+                  f"({r['cpu_s'] / r['done_s']:.0%} of a core)  ceiling CPU {r['ceiling_cpu_s'] / n * 1e6:.0f} us/event "
+                  f"(CPU ratio {r['ceiling_cpu_s'] / r['cpu_s']:.1%})  RSS {r['rss_idle_mib']:.0f}->{r['rss_end_mib']:.0f} "
                   f"(peak {r['rss_peak_mib']:.0f}) MiB  runs {r['runs']} triggers {r['triggers']}", flush=True)
             await asyncio.sleep(1)
     rows = []
@@ -260,6 +265,8 @@ async def bench_throughput(base: Any, lines: list[bytes], variants: list[str], r
             f"{median([r['produce_s'] for r in runs]):.2f}",
             f"{median([r['cpu_s'] / n * 1e6 for r in runs]):.0f}",
             f"{median([r['cpu_s'] / r['done_s'] for r in runs]):.0%}",
+            f"{median([r['ceiling_cpu_s'] / n * 1e6 for r in runs]):.0f}",
+            f"{median([r['ceiling_cpu_s'] / r['cpu_s'] for r in runs]):.1%}",
             f"{median([r['rss_idle_mib'] for r in runs]):.0f} / {median([r['rss_end_mib'] for r in runs]):.0f} / "
             f"{median([r['rss_peak_mib'] for r in runs]):.0f}",
             f"{median([r['load'] for r in runs]):.2f}",
@@ -267,7 +274,7 @@ async def bench_throughput(base: Any, lines: list[bytes], variants: list[str], r
     print()
     print(table(["worker", "events", "events/s to analysis committed (median)", "range",
                  "to vex.events /s", "raw ceiling /s", "ratio", "cores floor /s", "floor / ceiling", "produce s", "worker CPU µs/event",
-                 "worker CPU busy", "RSS MiB idle / end / peak", "load"], rows))
+                 "worker CPU busy", "ceiling CPU µs/event", "CPU ratio", "RSS MiB idle / end / peak", "load"], rows))
     print(f"goals: >= {GOAL_RATE:,.0f} events/s per worker process, >= {GOAL_RATIO:.0%} of the raw ceiling")
     print(f"the pure cores alone (streams.local.analyze_lines on the same lines, in process): "
           f"{core_cost(base, lines) * 1e6:.0f} µs CPU per event")
