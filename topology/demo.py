@@ -166,6 +166,8 @@ class Demo:
             self.say(f"demo: student {student:<10} {base}/student?token={quote(token, safe='')}"
                      f"   (first nudge {at / 60:.0f} min into the class)")
         self.say(f"demo: logs in {s.stack_dir / 'logs'}")
+        self.say(f"demo: tap a topic (while the demo runs): TOPIC_PREFIX={s.topic_prefix} "
+                 "vexnudge tail vex.triggers --from-beginning")
 
     async def _replay(self, s: Settings, lines: list[bytes], worker: WorkerProcess) -> None:
         tally, stop = Tally(), asyncio.Event()

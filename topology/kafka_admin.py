@@ -109,6 +109,26 @@ async def _partition_counts(admin: AIOKafkaAdminClient, names: list[str]) -> dic
     return counts
 
 
+async def partition_counts(settings: Settings, names: list[str]) -> dict[str, int]:
+    """The partition count of each of ``names`` that exists on the broker."""
+    admin = AIOKafkaAdminClient(bootstrap_servers=settings.kafka_bootstrap_servers)
+    await admin.start()
+    try:
+        return {name: count for name, count in (await _partition_counts(admin, names)).items() if count}
+    finally:
+        await admin.close()
+
+
+async def broker_topics(settings: Settings) -> list[str]:
+    """Every topic on the broker, sorted."""
+    admin = AIOKafkaAdminClient(bootstrap_servers=settings.kafka_bootstrap_servers)
+    await admin.start()
+    try:
+        return sorted(await admin.list_topics())
+    finally:
+        await admin.close()
+
+
 async def end_offsets(settings: Settings, topic: str) -> dict[int, int]:
     """The end offset of every partition of ``topic`` (a contract topic: N partitions)."""
     consumer = AIOKafkaConsumer(bootstrap_servers=settings.kafka_bootstrap_servers)
@@ -175,16 +195,18 @@ async def wait_analysed(settings: Settings, timeout_s: float = 300.0) -> None:
 
 
 async def read_to_end(
-    settings: Settings, topics: list[str], *, from_beginning: bool = True,
+    settings: Settings, topics: list[str], *, from_beginning: bool = True, partitions: int | None = None,
 ) -> AsyncIterator[ConsumerRecord[bytes, bytes]]:
-    """Every record of ``topics`` up to their current end offsets (no group)."""
+    """Every record of ``topics`` up to their current end offsets (no group);
+    ``partitions``: their partition count when it is not TOPIC_PARTITIONS."""
     consumer = AIOKafkaConsumer(
         bootstrap_servers=settings.kafka_bootstrap_servers, enable_auto_commit=False,
         auto_offset_reset="earliest" if from_beginning else "latest", max_poll_records=2000,
     )
     await consumer.start()
     try:
-        tps = [TopicPartition(topic, p) for topic in topics for p in range(settings.topic_partitions)]
+        count = partitions or settings.topic_partitions
+        tps = [TopicPartition(topic, p) for topic in topics for p in range(count)]
         consumer.assign(tps)
         ends = await consumer.end_offsets(tps)
         if from_beginning:
