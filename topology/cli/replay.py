@@ -47,6 +47,8 @@ def _reporter() -> object:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
+    from aiokafka.errors import KafkaConnectionError
+
     from streams.local import read_lines
     from streams.summary import build_summary
     from topology.replay import delete_topics, fresh_settings, replay, write_outputs
@@ -58,16 +60,26 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     lines = read_lines(data)
     settings = fresh_settings(settings)
     report = _reporter()
+    reachable = True
     try:
         result = asyncio.run(replay(settings, lines, report=report, timeout_s=args.timeout))  # type: ignore[arg-type]
+    except KafkaConnectionError as exc:
+        reachable = False
+        print(f"\nvexnudge replay: cannot reach Kafka at {settings.kafka_bootstrap_servers}: {exc}\n"
+              "Start the local stack with `vexnudge stack up` or set KAFKA_BOOTSTRAP_SERVERS.", file=sys.stderr)
+        return 1
     except Exception as exc:  # noqa: BLE001 - a clear message, not a traceback
         print(f"\nvexnudge replay: failed: {exc}", file=sys.stderr)
         return 1
     finally:
         for bar in report.bars.values():  # type: ignore[attr-defined]
             bar.close()
-        if not args.keep_topics:
-            asyncio.run(delete_topics(settings))
+        if not args.keep_topics and reachable:
+            try:
+                asyncio.run(delete_topics(settings))
+            except Exception as exc:  # noqa: BLE001 - the outputs matter more than the clean-up
+                print(f"vexnudge replay: could not delete the replay's topics ({settings.topic_prefix}…): {exc}",
+                      file=sys.stderr)
     files = write_outputs(result, args.out)
     if args.golden_format:
         summary = build_summary(result.observed, input_name=args.file.name,
