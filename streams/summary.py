@@ -2,7 +2,11 @@
 
 Built from what the pipeline published (normalized events, scored runs,
 triggers, episodes, pauses, dead letters), so a replay can be diffed against
-a golden file by any tool.  Pure.
+a golden file by any tool.  Every key of the golden files is there:
+``semantics`` states the constants in force, ``boundary_cases`` lists the gaps
+within a second of a threshold, and ``students`` is the extra per-student view
+(:mod:`streams.student_view`; the pipeline publishes per session, so that view
+is computed from the published events with the same cores).  Pure.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from streams.config import EngineConfig
 from streams.timeutil import iso_utc
 from topology.schemas import (
     DeadLetter,
@@ -25,6 +30,9 @@ from topology.schemas import (
 )
 
 GOLDEN_VERSION = 2
+SEMANTICS_VERSION = "v2"
+#: iterative counts the runs whose distance is above this.
+ITERATIVE_EDIT_MIN = 0
 _UNSCORED = {"no_project", "project_not_json", "project_not_object", "workspace_not_string", "xml_error"}
 
 
@@ -160,10 +168,95 @@ def _session(
     }
 
 
+def _number(value: float) -> float | int:
+    return int(value) if float(value).is_integer() else value
+
+
+def semantics(config: EngineConfig) -> dict[str, Any]:
+    """The rules and constants a summary was computed under (``semantics`` of the golden files)."""
+    from tree_edit.distance import COSTS
+
+    after, every = _number(config.inactive_after_s), _number(config.inactive_realert_s)
+    return {
+        "version": SEMANTICS_VERSION,
+        "constants": {
+            "WHEEL_SPIN_ZERO_RUNS": config.wheel_spin_zero_runs,
+            "RESILIENCE_ZERO_RUNS": config.resilience_zero_runs,
+            "INACTIVE_TRIGGER_SECONDS": after, "RE_ALERT_SECONDS": every,
+            "EXPLORER_EDIT_DISTANCE": config.explorer_edit_distance,
+            "ITERATIVE_EDIT_MIN": ITERATIVE_EDIT_MIN,
+            "ITERATIVE_DEFAULT_THRESHOLD": config.iterative_default_threshold,
+            "ITERATIVE_THRESHOLDS": dict(sorted(config.iterative_thresholds.items())),
+            "PAUSE_THRESHOLD_S": config.pause_threshold_s, "SHORT_PAUSE_MIN_S": config.short_pause_min_s,
+            "PAUSE_MAX_S": config.pause_max_s,
+        },
+        "edit_costs": dict(COSTS),
+        "time_field": "the event's own timestamp (raw_message.timestamp, ISO-8601); epoch seconds in *_ts",
+        "order_within_stream": "time, then envelope id (integer ids first), then line number",
+        "session_key": "(studentID, sessionID) as sent, case-sensitive",
+        "student_key": "studentID trimmed and lower-cased",
+        "edit_distance": "ordered tree edit distance between the ROOT-wrapped workspace trees at the costs "
+                         "above; a block's label is its type and fields (shadow fields included); ids and "
+                         "positions do not count",
+        "unusable_workspace": "a runProject whose project or workspace cannot be read is not a run "
+                              "(unscored_runs); an empty or missing workspace is an empty program",
+        "inactive_rule": f"per student over all sessions: alerts at t0+{after}+{every}*k while strictly "
+                         "before the next event, and at or before the horizon after the last; each "
+                         "belongs to the session of the event at t0",
+        "inactive_op": "gt",
+    }
+
+
+def boundary_cases(obs: Observed, config: EngineConfig, horizon: float | None) -> list[dict[str, Any]]:
+    """Gaps within a second of a threshold, where a rule's ``>`` or ``>=`` decides
+    (informational).  Per student (merged): a gap near an inactive alert time
+    (``inactive_fire_k``), and the horizon near a trailing alert time
+    (``inactive_trailing_k``); per session: a gap near the short-pause minimum
+    (``short_pause``) or the pause threshold (``inactive_pause``)."""
+    after, every = config.inactive_after_s, config.inactive_realert_s
+    rows: list[dict[str, Any]] = []
+
+    def near(first: NormalizedEvent, gap: float, name: str, value: float) -> None:
+        if abs(gap - value) < 1.0:
+            rows.append({"student_id": first.student_id, "session_id": first.session_id,
+                         "after_ts": first.ts, "after": first.timestamp, "gap": gap,
+                         "boundary": name, "value": _number(value)})
+
+    def alerts(first: NormalizedEvent, gap: float, kind: str) -> None:
+        k = 0
+        while after + every * k < gap + 1.0:
+            near(first, gap, f"{kind}_{k}", after + every * k)
+            k += 1
+
+    students: dict[str, list[NormalizedEvent]] = defaultdict(list)
+    sessions: dict[tuple[str, str], list[NormalizedEvent]] = defaultdict(list)
+    for e in obs.events:
+        students[e.student_key].append(e)
+        sessions[(e.student_key, e.session_id)].append(e)
+    for events in students.values():
+        ordered = sorted(events, key=lambda e: e.ts)
+        for first, second in zip(ordered, ordered[1:]):
+            alerts(first, second.ts - first.ts, "inactive_fire")
+        if horizon is not None:
+            alerts(ordered[-1], horizon - ordered[-1].ts, "inactive_trailing")
+    for events in sessions.values():
+        ordered = sorted(events, key=lambda e: e.ts)
+        for first, second in zip(ordered, ordered[1:]):
+            near(first, second.ts - first.ts, "short_pause", config.short_pause_min_s)
+            near(first, second.ts - first.ts, "inactive_pause", config.pause_threshold_s)
+    return sorted(rows, key=lambda r: (r["student_id"], r["after_ts"], r["boundary"]))
+
+
 def build_summary(
     obs: Observed, *, input_name: str, input_sha256: str, input_report: dict[str, Any],
+    config: EngineConfig | None = None, scorer: Any = None,
 ) -> dict[str, Any]:
-    """The golden-shaped summary of one replay."""
+    """The golden-shaped summary of one replay, under ``config`` (the engine's
+    constants; v2 by default); ``scorer`` scores the student view's runs (a
+    :class:`~streams.scoring.TreeEditScorer` by default)."""
+    from streams.student_view import student_view
+
+    config = config or EngineConfig()
     order: dict[tuple[str, str], NormalizedEvent] = {}
     times: dict[str, list[float]] = defaultdict(list)
     for e in obs.events:
@@ -175,9 +268,11 @@ def build_summary(
     horizon = max((e.ts for e in obs.events), default=None)
     return {
         "golden_version": GOLDEN_VERSION, "input": input_name, "input_sha256": input_sha256,
-        "input_report": input_report, "horizon_ts": horizon,
+        "semantics": semantics(config), "input_report": input_report, "horizon_ts": horizon,
         "horizon": iso_utc(horizon) if horizon is not None else None,
         "n_students": len(times), "n_sessions": len(sessions),
         "n_unscored_runs": sum(len(s["unscored_runs"]) for s in sessions),
-        "trigger_counts": _counts(obs.triggers, trailing), "sessions": sessions,
+        "trigger_counts": _counts(obs.triggers, trailing),
+        "boundary_cases": boundary_cases(obs, config, horizon), "sessions": sessions,
+        "students": student_view(obs, config, scorer, horizon) if horizon is not None else [],
     }

@@ -20,6 +20,13 @@ from tree_edit.tree import Tree
 
 _Kernel = Callable[..., int]
 
+#: The cost model above as data, in the terms of the golden files'
+#: ``semantics.edit_costs`` (``docs/tree_edit.md``).
+COSTS: dict[str, int] = {
+    "block_insert": 1, "block_delete": 1, "connector_insert": 0, "connector_delete": 0,
+    "rename_if_labels_differ": 1, "rename_if_labels_equal": 0, "root_to_root": 0,
+}
+
 try:
     from tree_edit._ted import tree_distance as _c_kernel
 except ImportError as _exc:  # pragma: no cover - exercised only without a compiler

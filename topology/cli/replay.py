@@ -82,9 +82,14 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
                       file=sys.stderr)
     files = write_outputs(result, args.out)
     if args.golden_format:
+        from streams.config import EngineConfig
+        from streams.scoring import TreeEditScorer
+
         summary = build_summary(result.observed, input_name=args.file.name,
                                 input_sha256=hashlib.sha256(data).hexdigest(),
-                                input_report=result.input_report(len(lines)))
+                                input_report=result.input_report(len(lines)),
+                                config=EngineConfig.from_settings(settings),
+                                scorer=TreeEditScorer(max_blocks=settings.tree_edit_max_blocks))
         (args.out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
     _print_summary(result, files, args.out)
     return 0

@@ -11,6 +11,7 @@ from streams.local import analyze_lines, read_lines
 from streams.scoring import TreeEditScorer
 from streams.summary import build_summary
 from tests.datafiles import all_logs, golden_for
+from tests.golden_compare import assert_same_as_golden
 
 COMPARED = ("runs", "unscored_runs", "triggers", "inactive", "episodes", "pauses", "trigger_counts")
 
@@ -40,3 +41,9 @@ def test_sessions_match_exactly(replayed: tuple[dict, dict]) -> None:
             assert ours[key] == theirs[key], (ours["session_id"], key)
         for key in ("n_events", "event_types", "first_ts", "last_ts", "playgrounds"):
             assert ours[key] == theirs[key], (ours["session_id"], key)
+
+
+def test_every_key_of_the_golden_file(replayed: tuple[dict, dict]) -> None:
+    """The whole file: semantics, boundary cases and the student view included."""
+    summary, golden = replayed
+    assert_same_as_golden(summary, golden)
