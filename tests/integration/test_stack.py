@@ -76,7 +76,13 @@ async def test_topic_with_partitions_round_trips_a_message(
         await admin.create_topics(
             [NewTopic(topic, num_partitions=stack.topic_partitions, replication_factor=1)]
         )
-        described = await admin.describe_topics([topic])
+        # The metadata lists a new topic's partitions a moment after the creation returns.
+        deadline = asyncio.get_running_loop().time() + 10.0
+        while True:
+            described = await admin.describe_topics([topic])
+            if described[0]["partitions"] or asyncio.get_running_loop().time() > deadline:
+                break
+            await asyncio.sleep(0.05)
     finally:
         await admin.close()
     assert len(described[0]["partitions"]) == stack.topic_partitions == 8
