@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable, Iterable
+from contextlib import asynccontextmanager
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
@@ -19,6 +20,17 @@ from topology.topics import ALL_TOPICS
 
 #: The worker's tables; each is backed by a compacted ``<app_id>-<name>-changelog`` topic.
 TABLES: tuple[str, ...] = ("ingest-seen", "students", "programs", "metrics", "watermarks")
+
+
+@asynccontextmanager
+async def admin_client(settings: Settings) -> AsyncIterator[AIOKafkaAdminClient]:
+    """A started admin client of the settings' broker, closed afterwards."""
+    admin = AIOKafkaAdminClient(bootstrap_servers=settings.kafka_bootstrap_servers)
+    await admin.start()
+    try:
+        yield admin
+    finally:
+        await admin.close()
 
 
 def topic_names(settings: Settings) -> list[str]:
@@ -39,9 +51,7 @@ async def ensure_topics(settings: Settings, names: Iterable[str] | None = None) 
     """
     wanted = list(names) if names is not None else topic_names(settings) + changelog_names(settings)
     compacted = set(changelog_names(settings))
-    admin = AIOKafkaAdminClient(bootstrap_servers=settings.kafka_bootstrap_servers)
-    await admin.start()
-    try:
+    async with admin_client(settings) as admin:
         existing = await _partition_counts(admin, wanted)
         for name, count in existing.items():
             if count and count != settings.topic_partitions:
@@ -61,8 +71,6 @@ async def ensure_topics(settings: Settings, names: Iterable[str] | None = None) 
             await _wait_for_leaders(admin, missing)
             await _wait_until_served(settings, missing)
         return missing
-    finally:
-        await admin.close()
 
 
 async def _wait_for_leaders(admin: AIOKafkaAdminClient, names: list[str], timeout_s: float = 30.0) -> None:
@@ -111,22 +119,14 @@ async def _partition_counts(admin: AIOKafkaAdminClient, names: list[str]) -> dic
 
 async def partition_counts(settings: Settings, names: list[str]) -> dict[str, int]:
     """The partition count of each of ``names`` that exists on the broker."""
-    admin = AIOKafkaAdminClient(bootstrap_servers=settings.kafka_bootstrap_servers)
-    await admin.start()
-    try:
+    async with admin_client(settings) as admin:
         return {name: count for name, count in (await _partition_counts(admin, names)).items() if count}
-    finally:
-        await admin.close()
 
 
 async def broker_topics(settings: Settings) -> list[str]:
     """Every topic on the broker, sorted."""
-    admin = AIOKafkaAdminClient(bootstrap_servers=settings.kafka_bootstrap_servers)
-    await admin.start()
-    try:
+    async with admin_client(settings) as admin:
         return sorted(await admin.list_topics())
-    finally:
-        await admin.close()
 
 
 async def end_offsets(settings: Settings, topic: str) -> dict[int, int]:
@@ -143,25 +143,17 @@ async def end_offsets(settings: Settings, topic: str) -> dict[int, int]:
 
 async def delete_topics_where(settings: Settings, doomed: Callable[[str], bool]) -> list[str]:
     """Delete every topic on the broker whose name ``doomed`` accepts; returns their names."""
-    admin = AIOKafkaAdminClient(bootstrap_servers=settings.kafka_bootstrap_servers)
-    await admin.start()
-    try:
+    async with admin_client(settings) as admin:
         names = [name for name in await admin.list_topics() if doomed(name)]
         if names:
             await admin.delete_topics(names)
         return names
-    finally:
-        await admin.close()
 
 
 async def committed_offsets(settings: Settings, group: str, topic: str) -> dict[int, int]:
     """The consumer group's committed offset of every partition of ``topic`` (0 if none)."""
-    admin = AIOKafkaAdminClient(bootstrap_servers=settings.kafka_bootstrap_servers)
-    await admin.start()
-    try:
+    async with admin_client(settings) as admin:
         offsets = await admin.list_consumer_group_offsets(group)
-    finally:
-        await admin.close()
     return {tp.partition: meta.offset for tp, meta in offsets.items() if tp.topic == topic and meta.offset >= 0}
 
 

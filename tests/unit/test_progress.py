@@ -30,9 +30,14 @@ def _lines(stream: io.StringIO) -> list[str]:
     return stream.getvalue().splitlines()
 
 
-def test_a_bar_started_at_a_reached_count_rates_only_what_came_after(clock) -> None:
+def _bar(label: str, total: int | None) -> tuple[Progress, io.StringIO]:
+    """A bar that draws at every count, into a string."""
     out = io.StringIO()
-    bar = Progress("produce", total=5000, unit="records", stream=out, every_s=0.0)
+    return Progress(label, total=total, unit="records", stream=out, every_s=0.0), out
+
+
+def test_a_bar_started_at_a_reached_count_rates_only_what_came_after(clock) -> None:
+    bar, out = _bar("produce", 5000)
     bar.set(1000)  # the first report comes after 1,000 records were sent
     assert _lines(out)[-1] == "produce: 1000/5000 records  20.0%"  # no rate over no time
     clock.now += 0.25
@@ -45,8 +50,7 @@ def test_a_bar_started_at_a_reached_count_rates_only_what_came_after(clock) -> N
 
 
 def test_a_bar_complete_at_its_first_count_shows_no_rate(clock) -> None:
-    out = io.StringIO()
-    bar = Progress("final tick", total=8, unit="records", stream=out, every_s=0.0)
+    bar, out = _bar("final tick", 8)
     bar.set(8)
     clock.now += 2.0
     bar.close()
@@ -54,8 +58,7 @@ def test_a_bar_complete_at_its_first_count_shows_no_rate(clock) -> None:
 
 
 def test_a_stalled_bar_shows_zero_per_second(clock) -> None:
-    out = io.StringIO()
-    bar = Progress("consume", total=10, unit="records", stream=out, every_s=0.0)
+    bar, out = _bar("consume", 10)
     bar.set(0)
     clock.now += 1.0
     bar.set(0, extra="waiting")
