@@ -11,6 +11,7 @@ import argparse
 import logging
 import sys
 
+from topology.cli.messages import kafka_unreachable
 from topology.settings import Settings
 
 
@@ -47,9 +48,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     try:
         serve(settings)
     except KafkaError as exc:
-        print(f"vexnudge gateway: cannot reach Kafka at {settings.kafka_bootstrap_servers}: {exc}\n"
-              "Start the local stack with `vexnudge stack up` or set KAFKA_BOOTSTRAP_SERVERS.",
-              file=sys.stderr)
+        print(kafka_unreachable("gateway", settings, exc), file=sys.stderr)
         return 1
     except OSError as exc:
         print(f"vexnudge gateway: cannot serve on {settings.gateway_host}:{settings.gateway_port} "

@@ -11,6 +11,7 @@ from collections import Counter
 from pathlib import Path
 
 from topology.cli.progress import Progress
+from topology.cli.messages import kafka_unreachable
 from topology.settings import Settings
 
 
@@ -65,8 +66,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         result = asyncio.run(replay(settings, lines, report=report, timeout_s=args.timeout))  # type: ignore[arg-type]
     except KafkaConnectionError as exc:
         reachable = False
-        print(f"\nvexnudge replay: cannot reach Kafka at {settings.kafka_bootstrap_servers}: {exc}\n"
-              "Start the local stack with `vexnudge stack up` or set KAFKA_BOOTSTRAP_SERVERS.", file=sys.stderr)
+        print("\n" + kafka_unreachable("replay", settings, exc), file=sys.stderr)
         return 1
     except Exception as exc:  # noqa: BLE001 - a clear message, not a traceback
         print(f"\nvexnudge replay: failed: {exc}", file=sys.stderr)

@@ -8,6 +8,7 @@ import sys
 
 import orjson
 
+from topology.cli.messages import kafka_unreachable
 from topology.settings import Settings
 from topology.topics import ALL_TOPICS
 
@@ -19,7 +20,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         description=f"Topics: {names} (with TOPIC_PREFIX), or any topic on the broker by its full "
                     "name. Follows new records until interrupted.",
     )
-    parser.add_argument("topic", help="logical topic name, e.g. vex.triggers")
+    parser.add_argument("topic", help="a topic of the pipeline (e.g. vex.triggers) or a full topic name")
     parser.add_argument("--from-beginning", action="store_true", help="start at the oldest record")
     parser.add_argument("--student", help="only records of this student (key, case-insensitive)")
     parser.add_argument("--until-end", action="store_true", help="stop at the current end instead of following")
@@ -104,8 +105,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         print(f"vexnudge tail: {exc}", file=sys.stderr)
         return 2
     except KafkaConnectionError as exc:
-        print(f"vexnudge tail: cannot reach Kafka at {settings.kafka_bootstrap_servers}: {exc}\n"
-              "Start the local stack with `vexnudge stack up` or set KAFKA_BOOTSTRAP_SERVERS.", file=sys.stderr)
+        print(kafka_unreachable("tail", settings, exc), file=sys.stderr)
         return 1
     except Exception as exc:  # noqa: BLE001
         print(f"vexnudge tail: {exc}", file=sys.stderr)

@@ -9,6 +9,7 @@ import os
 import sys
 from pathlib import Path
 
+from topology.cli.messages import kafka_unreachable
 from topology.settings import Settings
 
 
@@ -83,9 +84,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     try:
         created = asyncio.run(ensure_topics(settings))
     except Exception as exc:  # noqa: BLE001 - report any broker problem clearly
-        print(f"vexnudge worker: cannot reach Kafka at {settings.kafka_bootstrap_servers}: {exc}\n"
-              "Start the local stack with `vexnudge stack up` or set KAFKA_BOOTSTRAP_SERVERS.",
-              file=sys.stderr)
+        print(kafka_unreachable("worker", settings, exc), file=sys.stderr)
         return 1
     if created:
         print(f"vexnudge worker: created {len(created)} topics", file=sys.stderr)
