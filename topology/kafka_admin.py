@@ -33,6 +33,17 @@ async def admin_client(settings: Settings) -> AsyncIterator[AIOKafkaAdminClient]
         await admin.close()
 
 
+@asynccontextmanager
+async def consumer_client(settings: Settings, *topics: str, **options: object) -> AsyncIterator[AIOKafkaConsumer]:
+    """A started consumer of the settings' broker (aiokafka ``options``), stopped afterwards."""
+    consumer = AIOKafkaConsumer(*topics, bootstrap_servers=settings.kafka_bootstrap_servers, **options)
+    await consumer.start()
+    try:
+        yield consumer
+    finally:
+        await consumer.stop()
+
+
 def topic_names(settings: Settings) -> list[str]:
     """Every topic of the contract, with the settings' prefix."""
     return [settings.topic(spec.name) for spec in ALL_TOPICS]
@@ -94,18 +105,15 @@ async def _wait_until_served(settings: Settings, names: list[str], timeout_s: fl
     Asking each leader for its end offsets waits that moment out: the consumer
     retries the request until every leader answers, every 20 ms here (with
     aiokafka's default 100 ms, 17 new topics took 1.7 s instead of 0.5 s).
+    Called after :func:`_wait_for_leaders`: before the metadata lists a new
+    topic, the consumer would warn "not found in cluster metadata" on every try.
     """
-    consumer = AIOKafkaConsumer(bootstrap_servers=settings.kafka_bootstrap_servers, enable_auto_commit=False,
-                                retry_backoff_ms=20)
-    await consumer.start()
-    try:
-        partitions = [TopicPartition(name, p) for name in names for p in range(settings.topic_partitions)]
+    partitions = [TopicPartition(name, p) for name in names for p in range(settings.topic_partitions)]
+    async with consumer_client(settings, enable_auto_commit=False, retry_backoff_ms=20) as consumer:
         try:
             await asyncio.wait_for(consumer.end_offsets(partitions), timeout_s)
         except TimeoutError:
             raise TimeoutError(f"the leaders of topics {names} do not answer after {timeout_s:.0f} s") from None
-    finally:
-        await consumer.stop()
 
 
 async def _partition_counts(admin: AIOKafkaAdminClient, names: list[str]) -> dict[str, int]:
@@ -131,14 +139,10 @@ async def broker_topics(settings: Settings) -> list[str]:
 
 async def end_offsets(settings: Settings, topic: str) -> dict[int, int]:
     """The end offset of every partition of ``topic`` (a contract topic: N partitions)."""
-    consumer = AIOKafkaConsumer(bootstrap_servers=settings.kafka_bootstrap_servers)
-    await consumer.start()
-    try:
+    async with consumer_client(settings) as consumer:
         tps = [TopicPartition(topic, p) for p in range(settings.topic_partitions)]
         ends = await consumer.end_offsets(tps)
         return {tp.partition: off for tp, off in ends.items()}
-    finally:
-        await consumer.stop()
 
 
 async def delete_topics_where(settings: Settings, doomed: Callable[[str], bool]) -> list[str]:

@@ -29,7 +29,6 @@ class Progress:
         self.stream = stream or sys.stderr
         self.every_s = every_s
         self.done = 0
-        self.started = time.perf_counter()
         self._last = 0.0
         self._tty = self.stream.isatty()
         self._base: tuple[int, float] | None = None
@@ -57,10 +56,6 @@ class Progress:
         if self._tty:
             self.stream.write("\n")
         self.stream.flush()
-
-    @property
-    def elapsed(self) -> float:
-        return time.perf_counter() - self.started
 
     @property
     def rate(self) -> float | None:

@@ -68,9 +68,7 @@ async def resolve(settings: Settings, name: str) -> tuple[str, int]:
 
 
 async def _tail(settings: Settings, name: str, args: argparse.Namespace) -> None:
-    from aiokafka import AIOKafkaConsumer
-
-    from topology.kafka_admin import read_to_end
+    from topology.kafka_admin import consumer_client, read_to_end
 
     topic, partitions = await resolve(settings, name)
     student = args.student.strip().lower() if args.student else None
@@ -82,16 +80,12 @@ async def _tail(settings: Settings, name: str, args: argparse.Namespace) -> None
                 out.write(line + b"\n")
         out.flush()
         return
-    consumer = AIOKafkaConsumer(topic, bootstrap_servers=settings.kafka_bootstrap_servers,
-                                auto_offset_reset="earliest" if args.from_beginning else "latest")
-    await consumer.start()
-    try:
+    reset = "earliest" if args.from_beginning else "latest"
+    async with consumer_client(settings, topic, auto_offset_reset=reset) as consumer:
         async for record in consumer:
             if (line := render(record.key, record.value, student)) is not None:
                 out.write(line + b"\n")
                 out.flush()
-    finally:
-        await consumer.stop()
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
