@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 
 from faust.worker import Worker
@@ -20,3 +21,20 @@ class PipelineWorker(Worker):
 
     def on_setup_root_logger(self, logger: logging.Logger, level: int) -> None:  # noqa: ARG002
         self.spinner = None
+
+
+def tune_collector(gen0: int) -> tuple[int, int, int]:
+    """Run the cyclic garbage collector's youngest generation every ``gen0``
+    allocations (``WORKER_GC_GEN0``); the older generations keep their
+    thresholds.  Returns the thresholds now in force.
+
+    A worker allocates a few hundred short-lived objects per event (decoded
+    JSON, the event, outputs, records) and almost none of them are in
+    reference cycles, so with Python's default of 700 the collector walks the
+    young objects several times per batch for nothing: 2.6 % of a stream
+    worker's CPU, 0.3 % at the default of 50,000 (docs/performance.md, "The
+    garbage collector").
+    """
+    _young, middle, old = gc.get_threshold()
+    gc.set_threshold(gen0, middle, old)
+    return gc.get_threshold()

@@ -79,6 +79,8 @@ class Settings(BaseSettings):
     """WORKER_BATCH_MAX: records the stream agent takes per batch (state written once per batch, after its outputs are delivered)."""
     worker_batch_within_ms: float = Field(10.0, gt=0, le=1000)
     """WORKER_BATCH_WITHIN_MS: how long a batch waits to fill: up to this much latency per stage, for throughput."""
+    worker_gc_gen0: int = Field(50_000, ge=100, le=10_000_000)
+    """WORKER_GC_GEN0: allocations between the garbage collector's youngest-generation passes in a worker (Python's default is 700; the worker allocates many short-lived objects per event, see docs/performance.md)."""
     consumer_fetch_max_wait_ms: int = Field(100, ge=1, le=5000)
     """CONSUMER_FETCH_MAX_WAIT_MS: how long a fetch waits for data (Faust fixes 1,500)."""
     broker_session_timeout_s: float = Field(60.0, ge=6.0)

@@ -77,7 +77,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         print(f"vexnudge worker: {exc}", file=sys.stderr)
         return 2
     from topology.app import build_pipeline
-    from topology.faustworker import PipelineWorker
+    from topology.faustworker import PipelineWorker, tune_collector
     from topology.kafka_admin import ensure_topics
     from topology.tablefiles import close_tables, open_tables
 
@@ -94,6 +94,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     if tabledir is not None and open_tables(tabledir):
         print(f"vexnudge worker: the last worker on {settings.worker_datadir} did not stop cleanly; "
               "dropped its RocksDB table files, the tables are rebuilt from their changelogs", file=sys.stderr)
+    tune_collector(settings.worker_gc_gen0)
     worker = PipelineWorker(pipeline.app, loglevel=args.loglevel, redirect_stdouts=False)
     try:
         worker.execute_from_commandline()
