@@ -32,8 +32,7 @@ def tune_collector(gen0: int) -> tuple[int, int, int]:
     JSON, the event, outputs, records) and almost none of them are in
     reference cycles, so with Python's default of 700 the collector walks the
     young objects several times per batch for nothing: 2.6 % of a stream
-    worker's CPU, 0.3 % at the default of 50,000 (docs/performance.md, "The
-    garbage collector").
+    worker's CPU (docs/performance.md, "The garbage collector").
     """
     _young, middle, old = gc.get_threshold()
     gc.set_threshold(gen0, middle, old)
