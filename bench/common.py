@@ -163,6 +163,52 @@ def cpu_seconds(pid: int) -> float:
     return (int(parts[11]) + int(parts[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def thread_cpu_seconds(pid: int) -> dict[int, float]:
+    """User + system CPU seconds of each of a process's threads so far (thread id ->
+    seconds; the main thread's id is the process id)."""
+    out: dict[int, float] = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            parts = Path(f"/proc/{pid}/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # the thread ended meanwhile
+        out[int(tid)] = (int(parts[11]) + int(parts[12])) / tick
+    return out
+
+
+def free_port() -> int:
+    """A TCP port on the loopback interface that nothing listens on now."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def prometheus_values(port: int, names: Sequence[str]) -> dict[str, float]:
+    """The current values of unlabelled series ``names`` on a worker's ``/metrics``."""
+    import aiohttp
+
+    async with aiohttp.ClientSession() as session, \
+            session.get(f"http://127.0.0.1:{port}/metrics", timeout=aiohttp.ClientTimeout(total=10)) as reply:
+        reply.raise_for_status()
+        text = await reply.text()
+    values: dict[str, float] = {}
+    for line in text.splitlines():
+        name, _, value = line.partition(" ")
+        if name in names:
+            values[name] = float(value)
+    missing = [name for name in names if name not in values]
+    if missing:
+        raise RuntimeError(f"the worker's /metrics has no {', '.join(missing)}")
+    return values
+
+
 def fmt_rate(value: float) -> str:
     return f"{value:,.0f}"
 
@@ -185,6 +231,8 @@ class BenchWorker(ChildProcess):
     fetch_max_wait_ms: int | None = None
     app_options: Sequence[str] = ()
     datadir: Path | None = None
+    web_port: int = 0
+    """The worker's metrics port (0: no web server)."""
 
     def __post_init__(self) -> None:
         ChildProcess.__init__(self)
@@ -192,7 +240,7 @@ class BenchWorker(ChildProcess):
     def start(self) -> BenchWorker:
         self.datadir = self.datadir or Path(tempfile.mkdtemp(prefix=f"vexnudge-{self.app_id}-"))
         worker_args = ["worker", "--app-id", self.app_id, "--topic-prefix", self.topic_prefix,
-                       "--clock", self.clock, "--web-port", "0", "--datadir", str(self.datadir),
+                       "--clock", self.clock, "--web-port", str(self.web_port), "--datadir", str(self.datadir),
                        *self.extra_args]
         command = None  # exactly `vexnudge worker`
         if self.agents is not None or self.profile is not None or self.fetch_max_wait_ms is not None \

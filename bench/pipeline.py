@@ -75,6 +75,7 @@ from bench.common import (  # noqa: E402
     create_db,
     drop_db,
     fmt_rate,
+    free_port,
     fresh,
     fresh_db,
     load_average,
@@ -82,10 +83,12 @@ from bench.common import (  # noqa: E402
     median,
     percentile,
     produce_fast,
+    prometheus_values,
     raw_ceiling,
     rss_kib,
     stack_settings,
     table,
+    thread_cpu_seconds,
 )
 from bench.ingest import parse_variant, warm_up  # noqa: E402
 from topology import topics as T  # noqa: E402
@@ -128,7 +131,7 @@ async def throughput_once(settings: Any, lines: list[bytes], variant: str) -> di
     await ensure_topics(settings)
     fetch_wait, options, roles = worker_variant(variant)
     worker = BenchWorker(settings.app_id, settings.topic_prefix, clock="replay", fetch_max_wait_ms=fetch_wait,
-                         app_options=options,
+                         app_options=options, web_port=free_port(),
                          extra_args=["--commit-interval", "0.2", *roles, "--set",
                                      f"database_url={settings.database_url.get_secret_value()}"]).start()
     n = len(lines)
@@ -137,12 +140,14 @@ async def throughput_once(settings: Any, lines: list[bytes], variant: str) -> di
         async with Watch(settings) as watch:
             await warm_up(settings, watch, worker, analysis=True)
             out["rss_idle_mib"] = rss_kib(worker.pid)[0] / 1024
-            cpu0 = cpu_seconds(worker.pid)
+            cpu0, threads0 = cpu_seconds(worker.pid), thread_cpu_seconds(worker.pid)
+            agent0 = await prometheus_values(worker.web_port, AGENT_SERIES)
             produce = asyncio.ensure_future(produce_fast(settings, lines))
             t_ingest = await watch.until(lambda: watch.end(T.EVENTS.name), n + 1, worker=worker)
             t_done = await watch.until(watch.analysed, n + 1, worker=worker)
             started, produce_s = await produce
             out["cpu_s"] = cpu_seconds(worker.pid) - cpu0
+            out.update(cpu_split(worker.pid, threads0, agent0, await prometheus_values(worker.web_port, AGENT_SERIES)))
             out["rss_end_mib"], out["rss_peak_mib"] = (v / 1024 for v in rss_kib(worker.pid))
             out["produce_s"], out["ingest_s"], out["done_s"] = produce_s, t_ingest - started, t_done - started
             out["records"] = {spec.name: await watch.end(spec.name) for spec in OUTPUTS}
@@ -157,6 +162,23 @@ async def throughput_once(settings: Any, lines: list[bytes], variant: str) -> di
     out["floor"] = (await raw_ceiling(settings, T.RAW.name, n + 1, handle=cores(settings))).rate
     await delete_topics(settings)
     return out
+
+
+AGENT_SERIES = ("vexnudge_stream_agent_cpu_seconds_total", "vexnudge_stream_agent_records_total")
+
+
+def cpu_split(pid: int, threads0: dict[int, float], agent0: dict[str, float],
+              agent1: dict[str, float]) -> dict[str, float]:
+    """Where the worker's CPU went over the run: the stream agent's own batches
+    (its counter), the rest of the main thread (Faust's stream and hand-over, the
+    producer's sender, commits, timers) and the other threads (Faust's consumer
+    thread, which fetches and unpacks the records)."""
+    threads1 = thread_cpu_seconds(pid)
+    spent = {tid: cpu - threads0.get(tid, 0.0) for tid, cpu in threads1.items()}
+    agent = agent1[AGENT_SERIES[0]] - agent0[AGENT_SERIES[0]]
+    main = spent.get(pid, 0.0)
+    return {"agent_cpu_s": agent, "agent_records": agent1[AGENT_SERIES[1]] - agent0[AGENT_SERIES[1]],
+            "main_rest_cpu_s": main - agent, "threads_cpu_s": sum(spent.values()) - main}
 
 
 def cores(settings: Any) -> Callable[[bytes], object]:
@@ -249,7 +271,9 @@ async def bench_throughput(base: Any, lines: list[bytes], variants: list[str], r
                   f"ratio {n / r['done_s'] / r['ceiling']:.1%}  cores floor {fmt_rate(r['floor'])}/s "
                   f"({r['floor'] / r['ceiling']:.1%})  worker CPU {r['cpu_s'] / n * 1e6:.0f} us/event "
                   f"({r['cpu_s'] / r['done_s']:.0%} of a core)  ceiling CPU {r['ceiling_cpu_s'] / n * 1e6:.0f} us/event "
-                  f"(CPU ratio {r['ceiling_cpu_s'] / r['cpu_s']:.1%})  RSS {r['rss_idle_mib']:.0f}->{r['rss_end_mib']:.0f} "
+                  f"(CPU ratio {r['ceiling_cpu_s'] / r['cpu_s']:.1%}; agent {r['agent_cpu_s'] / n * 1e6:.0f}, "
+                  f"main thread rest {r['main_rest_cpu_s'] / n * 1e6:.0f}, other threads "
+                  f"{r['threads_cpu_s'] / n * 1e6:.0f})  RSS {r['rss_idle_mib']:.0f}->{r['rss_end_mib']:.0f} "
                   f"(peak {r['rss_peak_mib']:.0f}) MiB  runs {r['runs']} triggers {r['triggers']}", flush=True)
             await asyncio.sleep(1)
     rows = []
@@ -267,6 +291,9 @@ async def bench_throughput(base: Any, lines: list[bytes], variants: list[str], r
             f"{median([r['cpu_s'] / r['done_s'] for r in runs]):.0%}",
             f"{median([r['ceiling_cpu_s'] / n * 1e6 for r in runs]):.0f}",
             f"{median([r['ceiling_cpu_s'] / r['cpu_s'] for r in runs]):.1%}",
+            f"{median([r['agent_cpu_s'] / n * 1e6 for r in runs]):.0f}",
+            f"{median([r['main_rest_cpu_s'] / n * 1e6 for r in runs]):.0f}",
+            f"{median([r['threads_cpu_s'] / n * 1e6 for r in runs]):.0f}",
             f"{median([r['rss_idle_mib'] for r in runs]):.0f} / {median([r['rss_end_mib'] for r in runs]):.0f} / "
             f"{median([r['rss_peak_mib'] for r in runs]):.0f}",
             f"{median([r['load'] for r in runs]):.2f}",
@@ -274,10 +301,20 @@ async def bench_throughput(base: Any, lines: list[bytes], variants: list[str], r
     print()
     print(table(["worker", "events", "events/s to analysis committed (median)", "range",
                  "to vex.events /s", "raw ceiling /s", "ratio", "cores floor /s", "floor / ceiling", "produce s", "worker CPU µs/event",
-                 "worker CPU busy", "ceiling CPU µs/event", "CPU ratio", "RSS MiB idle / end / peak", "load"], rows))
+                 "worker CPU busy", "ceiling CPU µs/event", "CPU ratio", "of which: agent µs/event",
+                 "main thread rest µs/event", "other threads µs/event", "RSS MiB idle / end / peak", "load"], rows))
     print(f"goals: >= {GOAL_RATE:,.0f} events/s per worker process, >= {GOAL_RATIO:.0%} of the raw ceiling")
+    cores_us = core_cost(base, lines) * 1e6
     print(f"the pure cores alone (streams.local.analyze_lines on the same lines, in process): "
-          f"{core_cost(base, lines) * 1e6:.0f} µs CPU per event")
+          f"{cores_us:.0f} µs CPU per event")
+    for variant, runs in results.items():
+        n = runs[0]["n"]
+        budget = median([r["ceiling_cpu_s"] / n * 1e6 / GOAL_RATIO for r in runs])
+        outside = median([(r["main_rest_cpu_s"] + r["threads_cpu_s"]) / n * 1e6 for r in runs])
+        print(f"budget ({variant}): {GOAL_RATIO:.0%} of the ceiling's CPU rate allows {budget:.0f} µs of worker CPU "
+              f"per event; outside the agent the worker spent {outside:.0f}, which leaves {budget - outside:.0f} "
+              f"for the agent (it spent {median([r['agent_cpu_s'] / n * 1e6 for r in runs]):.0f}; "
+              f"its pure cores alone {cores_us:.0f})")
     report_state(next(iter(results.values())))
 
 

@@ -35,6 +35,12 @@ class WorkerMetrics:
             "vexnudge_run_distance_seconds", "Time to score one run", buckets=_LATENCY_BUCKETS, registry=r)
         self.commit_gaps_healed = Counter(
             "vexnudge_commit_gaps_healed_total", "Partitions re-read to unblock their commit", registry=r)
+        self.stream_agent_cpu = Counter(
+            "vexnudge_stream_agent_cpu_seconds_total", "CPU time of the stream agent's thread while it handled "
+            "its batches (the rest of the worker's CPU is the framework's and the consumer's)", registry=r)
+        self.stream_agent_records = Counter(
+            "vexnudge_stream_agent_records_total", "Records the stream agent handled (the divisor of its CPU time)",
+            registry=r)
         self.students = Gauge("vexnudge_active_students", "Students with state on this worker", registry=r)
         self.lag = Gauge("vexnudge_consumer_lag", "Records behind the end of a topic", ["topic"], registry=r)
         self.nudges = Counter("vexnudge_nudges_total", "Nudge outcomes", ["status"], registry=r)

@@ -190,3 +190,22 @@ def test_a_bad_line_is_dead_lettered_and_the_next_line_goes_on(tmp_path, bad: by
     topics = [topic for topic, _, _ in stream.p.app.producer.sent]  # type: ignore[attr-defined]
     assert topics[0] == T.DEADLETTER.name
     assert T.EVENTS.name in topics[1:]
+
+
+def test_the_agent_counts_its_records_and_the_cpu_time_it_spent_on_them(tmp_path) -> None:
+    import time
+
+    log = Log()
+    stream = _stream(tmp_path, log)
+    home, away = _lines_by_home()
+    events = _raw_events(stream, home[:30] + away[:30])
+    before = time.thread_time()
+    asyncio.run(run_batches(_batches(events, 25), stream))
+    spent = time.thread_time() - before
+    metrics = stream.p.metrics
+    assert metrics.stream_agent_records._value.get() == 60  # three batches: 25 + 25 + 10
+    agent = metrics.stream_agent_cpu._value.get()
+    assert 0 < agent <= spent  # the batches' own time, within what this thread spent on the whole run
+    text = metrics.render().decode()
+    assert "vexnudge_stream_agent_cpu_seconds_total" in text
+    assert "vexnudge_stream_agent_records_total 60.0" in text
