@@ -30,7 +30,13 @@ written): the cores floor, the most any worker running these cores in Python
 could reach.  The CPU ratio divides the ceiling's CPU time per event (this
 process, the consumer's thread included) by the worker's: the ratio both would
 show running a core flat out, less swayed than the rates by what else the
-two cores of a laptop are doing.  Then the latest value of every key
+two cores of a laptop are doing.  The worker's CPU is split three ways:
+the stream agent's own batches (its ``vexnudge_stream_agent_cpu_seconds_total``,
+read from the worker's ``/metrics``), the rest of its main thread (Faust's
+stream and hand-over, the producer's sender, commits) and its other threads
+(Faust's consumer thread: fetching and unpacking); from the ceiling's CPU the
+bench prints the per-event budget the ratio goal leaves and how much of it
+the worker spent outside the agent.  Then the latest value of every key
 of the ``students``, ``programs`` and ``ingest-seen`` changelogs gives the table
 bytes per student.
 
