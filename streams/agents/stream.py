@@ -148,9 +148,9 @@ async def run_batches(batches: AsyncIterator[list[Any]], stream: Stream) -> None
     counted (``vexnudge_stream_agent_cpu_seconds_total``, with the records in
     ``vexnudge_stream_agent_records_total``), so the worker's CPU can be split
     into the agent's own work and everything else: Faust's consumer thread and
-    stream, the producer's sender, commits.  It includes whatever the loop ran
-    while the agent waited, which is rare: the agent waits only when the
-    producer's buffer is full.
+    stream, the producer's sender, commits.  It also includes whatever the loop
+    ran while the agent waited for the producer, which happens only when a
+    partition's batch there is full; the split then errs towards the agent.
     """
     cpu, handled = stream.p.metrics.stream_agent_cpu, stream.p.metrics.stream_agent_records
     async for events in batches:
