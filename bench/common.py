@@ -181,15 +181,6 @@ def thread_cpu_seconds(pid: int) -> dict[int, float]:
     return out
 
 
-def free_port() -> int:
-    """A TCP port on the loopback interface that nothing listens on now."""
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 async def prometheus_values(port: int, names: Sequence[str]) -> dict[str, float]:
     """The current values of unlabelled series ``names`` on a worker's ``/metrics``."""
     import aiohttp

@@ -81,7 +81,6 @@ from bench.common import (  # noqa: E402
     create_db,
     drop_db,
     fmt_rate,
-    free_port,
     fresh,
     fresh_db,
     load_average,
@@ -97,6 +96,7 @@ from bench.common import (  # noqa: E402
     thread_cpu_seconds,
 )
 from bench.ingest import parse_variant, warm_up  # noqa: E402
+from delivery.gateway.process import free_port  # noqa: E402
 from topology import topics as T  # noqa: E402
 
 STATE_TABLES = ("students", "programs", "ingest-seen")
