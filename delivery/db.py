@@ -1,7 +1,8 @@
 """The PostgreSQL connection pool (asyncpg), built from the settings.
 
 Every connection of the pool decodes and encodes ``json``/``jsonb`` with
-orjson (Python dicts and lists in, out), and has a default statement timeout
+orjson (Python dicts and lists in, out; a U+0000 in a string is stored as
+U+FFFD, see :mod:`delivery.repo.codec`), and has a default statement timeout
 (``DB_COMMAND_TIMEOUT_S``).  Create the pool once per process in a lifecycle
 hook — :func:`open_pool` is the async context manager for that — and pass
 it (or a connection acquired from it) to the repositories in
@@ -17,6 +18,7 @@ from typing import Any, TypeAlias
 import asyncpg
 import orjson
 
+from delivery.repo.codec import storable_json
 from topology.settings import Settings
 
 #: A pool or one connection: both run statements (reads and autocommit writes).
@@ -26,7 +28,7 @@ InitHook = Callable[["asyncpg.Connection"], Awaitable[None]]
 
 
 def _encode_json(value: Any) -> str:
-    return orjson.dumps(value).decode()
+    return storable_json(orjson.dumps(value))
 
 
 async def init_connection(conn: asyncpg.Connection) -> None:

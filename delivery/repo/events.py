@@ -11,8 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from delivery.db import Executor
-from delivery.repo.codec import as_json, rows_affected
-from topology.schemas.base import encode
+from delivery.repo.codec import as_json, json_param, rows_affected, storable_text
 from topology.schemas.events import NormalizedEvent
 
 _INSERT = """
@@ -48,15 +47,15 @@ def _columns(events: Sequence[NormalizedEvent]) -> list[list[object]]:
     for ev in events:
         src = ev.source
         values = (
-            ev.student_key,
-            ev.event_id,
-            ev.session_id,
-            ev.student_id,
-            ev.event_type,
+            storable_text(ev.student_key),
+            storable_text(ev.event_id),
+            storable_text(ev.session_id),
+            storable_text(ev.student_id),
+            storable_text(ev.event_type),
             ev.ts,
-            ev.playground,
-            encode(ev).decode(),
-            src.topic if src else None,
+            storable_text(ev.playground),
+            json_param(ev),
+            storable_text(src.topic) if src else None,
             src.partition if src else None,
             src.offset if src else None,
         )
@@ -78,11 +77,11 @@ async def store_events(db: Executor, events: Sequence[NormalizedEvent]) -> int:
 
 async def session_events(db: Executor, student_key: str, session_id: str) -> list[NormalizedEvent]:
     """The stored events of one session, in stream order."""
-    rows = await db.fetch(_SESSION, student_key, session_id)
+    rows = await db.fetch(_SESSION, storable_text(student_key), storable_text(session_id))
     return [NormalizedEvent.model_validate(as_json(row["record"])) for row in rows]
 
 
 async def latest_session(db: Executor, student_key: str) -> str | None:
     """The session of the student's latest stored event, or ``None``."""
-    value = await db.fetchval(_LATEST, student_key)
+    value = await db.fetchval(_LATEST, storable_text(student_key))
     return str(value) if value is not None else None

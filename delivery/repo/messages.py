@@ -18,7 +18,7 @@ from typing import Literal
 import asyncpg
 
 from delivery.db import Executor
-from delivery.repo.codec import as_uuid, epoch, rows_affected
+from delivery.repo.codec import as_uuid, epoch, rows_affected, storable_params, storable_text
 from topology.schemas.feedback import FeedbackMessage, Lane
 
 Role = Literal["student", "assistant"]
@@ -163,7 +163,7 @@ async def insert_message(
         as_uuid(trigger_id) if trigger_id else None,
         as_uuid(request_id) if request_id else None,
     )
-    record = await db.fetchrow(_INSERT, *args)
+    record = await db.fetchrow(_INSERT, *storable_params(args))
     if record is None:
         # A concurrent insert committed after this statement's snapshot was taken.
         record = await db.fetchrow(_EXISTING, args[0])
@@ -203,7 +203,7 @@ async def messages_after(
     rows = await db.fetch(
         f"{_SELECT} where m.student_key = $1 and m.id > $2 and m.role = any($3::text[])"
         " order by m.id limit $4",
-        student_key,
+        storable_text(student_key),
         after_id,
         list(roles),
         limit,
@@ -227,8 +227,8 @@ async def recent_chat(
         "select role, message_text from chat.messages where student_key = $1"
         " and session_id is not distinct from $2 and response_id is distinct from $3"
         " order by id desc limit $4",
-        student_key,
-        session_id or None,
+        storable_text(student_key),
+        storable_text(session_id or None),
         as_uuid(exclude_response_id) if exclude_response_id else None,
         limit,
     )

@@ -18,8 +18,15 @@ from typing import Literal
 import asyncpg
 
 from delivery.db import Executor
-from delivery.repo.codec import as_json, as_uuid, epoch, rows_affected
-from topology.schemas.base import encode
+from delivery.repo.codec import (
+    as_json,
+    as_uuid,
+    epoch,
+    json_param,
+    rows_affected,
+    storable_params,
+    storable_text,
+)
 from topology.schemas.feedback import FeedbackRequest
 
 QuestionStatus = Literal["pending", "answered", "failed"]
@@ -81,10 +88,7 @@ async def record_question(
     value = await db.fetchval(
         "insert into chat.requests (request_id, student_key, session_id, question, status)"
         " values ($1, $2, $3, $4, 'pending') on conflict do nothing returning request_id",
-        as_uuid(request_id),
-        student_key,
-        session_id or None,
-        text,
+        *storable_params((as_uuid(request_id), student_key, session_id or None, text)),
     )
     return value is not None
 
@@ -99,8 +103,8 @@ async def attach_request(db: Executor, request_id: str, feedback_request: Feedba
         " session_id = coalesce(session_id, nullif($3, '')), updated_at = now()"
         " where request_id = $1",
         as_uuid(request_id),
-        encode(feedback_request).decode(),
-        feedback_request.session_id,
+        json_param(feedback_request),
+        storable_text(feedback_request.session_id),
     )
     return rows_affected(status) == 1
 
@@ -122,7 +126,7 @@ async def mark_failed(db: Executor, request_id: str, error: str) -> bool:
         "update chat.requests set status = 'failed', last_error = $2, updated_at = now()"
         " where request_id = $1 and status = 'pending'",
         as_uuid(request_id),
-        error,
+        storable_text(error),
     )
     return rows_affected(status) == 1
 
@@ -133,7 +137,7 @@ async def note_attempt(db: Executor, request_id: str, error: str) -> int:
         "update chat.requests set attempts = attempts + 1, last_error = $2, updated_at = now()"
         " where request_id = $1 returning attempts",
         as_uuid(request_id),
-        error,
+        storable_text(error),
     )
     return int(value or 0)
 

@@ -18,9 +18,16 @@ from typing import Any, Literal
 import asyncpg
 
 from delivery.db import Executor
-from delivery.repo.codec import as_json, as_uuid, epoch, rows_affected
+from delivery.repo.codec import (
+    as_json,
+    as_uuid,
+    epoch,
+    json_param,
+    rows_affected,
+    storable_params,
+    storable_text,
+)
 from topology.schemas.analysis import TriggerFired
-from topology.schemas.base import encode
 from topology.schemas.feedback import FeedbackRequest
 
 Status = Literal["pending", "acted", "suppressed", "failed"]
@@ -125,8 +132,7 @@ async def record_trigger(
     trigger = request.trigger
     if trigger is None:
         raise ValueError(f"request {request.request_id} carries no trigger")
-    new_id = await db.fetchval(
-        _INSERT,
+    params = (
         as_uuid(trigger.trigger_id),
         trigger.student_key,
         trigger.session_id,
@@ -137,11 +143,12 @@ async def record_trigger(
         trigger.ts,
         trigger.playground,
         trigger.detail,
-        encode(trigger.evidence).decode(),
+        json_param(trigger.evidence),
         status,
         reason,
-        encode(request).decode(),
+        json_param(request),
     )
+    new_id = await db.fetchval(_INSERT, *storable_params(params))
     return new_id is not None
 
 
@@ -166,9 +173,7 @@ async def mark_failed(
     status = await db.execute(
         "update event_logs.agent_triggers set status = 'failed', reason = $3, last_error = $2,"
         " updated_at = now() where trigger_id = $1 and status = 'pending'",
-        as_uuid(trigger_id),
-        error,
-        reason,
+        *storable_params((as_uuid(trigger_id), error, reason)),
     )
     return rows_affected(status) == 1
 
@@ -179,7 +184,7 @@ async def note_attempt(db: Executor, trigger_id: str, error: str) -> int:
         "update event_logs.agent_triggers set attempts = attempts + 1, last_error = $2,"
         " updated_at = now() where trigger_id = $1 returning attempts",
         as_uuid(trigger_id),
-        error,
+        storable_text(error),
     )
     return int(value or 0)
 
@@ -249,7 +254,7 @@ async def triggers_for(db: Executor, student_key: str, session_id: str) -> list[
     rows = await db.fetch(
         f"select {_COLUMNS} from event_logs.agent_triggers"
         " where student_key = $1 and session_id = $2 order by fired_at, id",
-        student_key,
-        session_id,
+        storable_text(student_key),
+        storable_text(session_id),
     )
     return [_row(r) for r in rows]
