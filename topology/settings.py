@@ -88,6 +88,10 @@ class Settings(BaseSettings):
     broker_commit_interval_s: float = 1.0
     """BROKER_COMMIT_INTERVAL_S: how often consumed offsets are committed."""
 
+    # --- Stopping and supervision ---------------------------------------------------
+    shutdown_grace_s: float = Field(10.0, gt=0, le=600)
+    """SHUTDOWN_GRACE_S: how long a worker or gateway may take to stop after SIGTERM (in-flight batch committed, streams closed); then the worker exits on its own and a parent (`vexnudge demo`, replay, tests) sends SIGKILL and says so."""
+
     # --- Triggers ----------------------------------------------------------------
     trigger_poll_interval_s: float = Field(5.0, gt=0)
     """TRIGGER_POLL_INTERVAL_S: live-clock tick period per owned partition."""

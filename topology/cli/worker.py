@@ -95,7 +95,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         print(f"vexnudge worker: the last worker on {settings.worker_datadir} did not stop cleanly; "
               "dropped its RocksDB table files, the tables are rebuilt from their changelogs", file=sys.stderr)
     tune_collector(settings.worker_gc_gen0)
-    worker = PipelineWorker(pipeline.app, loglevel=args.loglevel, redirect_stdouts=False)
+    worker = PipelineWorker(pipeline.app, loglevel=args.loglevel, redirect_stdouts=False,
+                            grace_s=settings.shutdown_grace_s)
     try:
         worker.execute_from_commandline()
     except SystemExit as done:
