@@ -13,9 +13,16 @@ from typing import ClassVar
 
 
 class FeedbackError(Exception):
-    """Root of every feedback failure."""
+    """Root of every feedback failure.
+
+    ``transient``: trying the same call again can succeed.  ``per_request``:
+    the failure is this request's own (its content), so later passes would fail
+    the same way: the template answers at once, whatever ``LLM_FALLBACK_TEMPLATE``
+    says, and the reason is recorded with the reply.
+    """
 
     transient: ClassVar[bool] = False
+    per_request: ClassVar[bool] = False
 
 
 class LLMError(FeedbackError):
@@ -34,7 +41,13 @@ class LLMUnavailable(LLMError):
 
 
 class MalformedAnswer(LLMUnavailable):
-    """The model server answered with a body that is not a chat response (transient)."""
+    """The model server answered with a body that is not a chat response.
+
+    Retried within the call (transient); when every try of the call gets one,
+    the prompt is what the server chokes on (``per_request``): the template answers.
+    """
+
+    per_request = True
 
 
 class EmptyAnswer(LLMError):
@@ -56,6 +69,17 @@ class ModelRejected(LLMError):
     Permanent for this configuration: usually the model is not pulled on the
     server (``ollama pull $OLLAMA_MODEL``) or ``OLLAMA_MODEL`` is misspelled.
     """
+
+
+class PromptRejected(LLMError):
+    """The model server refused this request for its content (HTTP 400, 413, 422:
+    a prompt too long, a refused prompt, a request it cannot parse).
+
+    Permanent for this request (``per_request``): not retried; the template
+    answers and the server's message is recorded with the reply.
+    """
+
+    per_request = True
 
 
 class GuardrailRejected(FeedbackError):

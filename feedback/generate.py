@@ -9,7 +9,10 @@ length rules → reply.  No classifier call and no second model pass.
   or a reply that names an internal behaviour label): with the template
   fallback on, the template responder answers (model ``template``); with it
   off, the model's error is raised (:mod:`feedback.errors`), so the caller
-  can retry later.
+  can retry later — except for a failure of the request's own content
+  (``per_request``: the server refused the prompt, or answered it with a
+  malformed body every time), which no retry can fix: the template answers.
+  The reason is in ``fallback_reason`` either way.
 """
 
 from __future__ import annotations
@@ -126,7 +129,7 @@ async def generate_feedback(
     :param chat: recent ``(role, text)`` turns of the session, oldest first.
     :param llm: the model client; ``None`` means no model is configured.
     :param fallback_template: answer with the template when the model gives no
-        usable answer (else raise).
+        usable answer (else raise, except for a ``per_request`` failure).
     :param trim: apply the length rules (off only for research runs).
     :raises BadFeedbackRequest: when the request has no feedback classes.
     :raises LLMError, GuardrailRejected: no usable model answer and no fallback.
@@ -145,7 +148,7 @@ async def generate_feedback(
             raise LLMUnavailable("no model client is configured")
         text, answer = await _model_reply(llm, prompt, request, trim)
     except (LLMError, GuardrailRejected) as exc:
-        if not fallback_template:
+        if not fallback_template and not exc.per_request:
             raise
         reason: FeedbackError = exc
     else:

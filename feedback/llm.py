@@ -11,8 +11,10 @@ a different call.  Failures raise the :mod:`feedback.errors` tree:
   retries with exponential backoff and jitter;
 - :class:`~feedback.errors.EmptyAnswer`: the answer was empty (or only
   reasoning) twice in a row;
-- :class:`~feedback.errors.ModelRejected`: HTTP 4xx (model not pulled ...),
-  not retried.
+- :class:`~feedback.errors.PromptRejected`: HTTP 400, 413, 422 — the server
+  refused this request for its content; not retried (the template answers);
+- :class:`~feedback.errors.ModelRejected`: any other HTTP 4xx (model not
+  pulled ...), not retried.
 
 A semaphore bounds the HTTP calls in flight per client (``LLM_CONCURRENCY``);
 each attempt has its own timeout (``LLM_TIMEOUT_S``).  Answers come back with
@@ -38,6 +40,7 @@ from feedback.errors import (
     LLMUnavailable,
     MalformedAnswer,
     ModelRejected,
+    PromptRejected,
 )
 from feedback.sanitize import _strip_reasoning as strip_reasoning
 from feedback.templates import template_for_request
@@ -48,6 +51,8 @@ from topology.settings import Settings
 NUM_PREDICT = 240
 #: The model name recorded when the template responder answered.
 TEMPLATE_MODEL = "template"
+#: HTTP statuses that refuse a request for its own content (never retried).
+_REFUSED_FOR_CONTENT = frozenset({400, 413, 422})
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +102,8 @@ def _classify(exc: BaseException) -> Exception:
         code = exc.status_code
         if code < 0 or code >= 500 or code in (408, 429):
             return LLMUnavailable(f"model server error {code}: {exc.error}")
+        if code in _REFUSED_FOR_CONTENT:
+            return PromptRejected(f"the model server refused this request ({code}: {exc.error})")
         return ModelRejected(
             f"model server refused the request ({code}: {exc.error}); is the model pulled "
             "(`ollama pull $OLLAMA_MODEL`) and OLLAMA_MODEL spelled right?"

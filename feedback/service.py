@@ -23,6 +23,11 @@ Guarantees (Postgres is the outbox):
   the same way, and marked ``answered``; canned replies are stored too.
 - A message stored but not published (the process died in between) is
   published by :meth:`retry_pending`.
+- A request the database refuses for its content (:func:`delivery.repo.errors.classify`
+  says ``refuse``) is never retried: it is handed to ``on_refused`` (the
+  worker dead-letters it), its row (if stored) is marked ``failed`` with reason
+  ``sink_refused`` and the database's message, and the lane goes on.  Only
+  connection-level failures propagate, for the caller to retry.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ import asyncpg
 
 from delivery.repo import messages, outbox, requests, triggers
 from delivery.repo.codec import as_uuid
+from delivery.repo.errors import describe, is_transient
 from feedback.errors import (
     BadFeedbackRequest,
     FeedbackError,
@@ -55,6 +61,10 @@ log = logging.getLogger(__name__)
 
 Published = FeedbackMessage | NudgeOutcome
 Publish = Callable[[Published], Awaitable[None]]
+#: Told of a request the database refused (the request, the database's message).
+OnRefused = Callable[[FeedbackRequest, str], Awaitable[None]]
+#: The reason (and status ``failed``) of a request the database refused.
+SINK_REFUSED = "sink_refused"
 Status = Literal["acted", "answered", "suppressed", "pending", "failed"]
 
 
@@ -138,7 +148,13 @@ class _Plan:
 
 
 def _reply(result: FeedbackResult) -> outbox.Reply:
-    return outbox.Reply(result.text, [c.value for c in result.classes], result.model)
+    return outbox.Reply(result.text, [c.value for c in result.classes], result.model,
+                        note=result.fallback_reason)
+
+
+def _refusal(exc: BaseException) -> bool:
+    """True when ``exc`` is the database refusing the request (not an outage, not ours)."""
+    return not isinstance(exc, FeedbackError) and not is_transient(exc)
 
 
 class FeedbackService:
@@ -147,8 +163,10 @@ class FeedbackService:
     def __init__(
         self, pool: asyncpg.Pool, llm: LLMClient | None, settings: Settings, publish: Publish,
         *, metrics: ServiceMetrics | None = None, clock: Callable[[], float] = time.time,
+        on_refused: OnRefused | None = None,
     ) -> None:
         self.pool = pool
+        self.on_refused = on_refused
         self.llm = llm
         self.publish = publish
         self.metrics: ServiceMetrics = metrics or NullMetrics()
@@ -164,14 +182,20 @@ class FeedbackService:
         """Act on one request (either lane); publishes after each commit.
 
         :raises BadFeedbackRequest: a proactive request without a trigger.
-        :raises Exception: whatever ``publish`` raises (the rows stay committed;
-            a re-delivery or the sweeper publishes again).
+        :raises Exception: a connection-level database failure (retry), or
+            whatever ``publish`` raises (the rows stay committed; a re-delivery
+            or the sweeper publishes again).
         """
         started = time.perf_counter()
-        if request.lane is Lane.PROACTIVE:
-            plan = await self._proactive(request, started)
-        else:
-            plan = await self._reactive(request, started)
+        try:
+            if request.lane is Lane.PROACTIVE:
+                plan = await self._proactive(request, started)
+            else:
+                plan = await self._reactive(request, started)
+        except Exception as exc:
+            if not _refusal(exc):
+                raise
+            plan = await self._refused(request, exc)
         await self._execute(plan)
         return plan.result
 
@@ -310,17 +334,43 @@ class FeedbackService:
         """Claim one due row not tried since ``pass_started`` and finish it."""
         started = time.perf_counter()
         after, cap = self.retry_after_s, self.max_delay_s
-        async with self.pool.acquire() as conn, conn.transaction():
-            row = await triggers.claim_due(conn, retry_after_s=after, max_delay_s=cap,
-                                           touched_before=pass_started)
-            if row is not None and row.request is not None:
-                return await self._finish_trigger(conn, row.request, first=False, started=started)
-            question = await requests.claim_due(conn, retry_after_s=after, max_delay_s=cap,
-                                                touched_before=pass_started)
-            if question is not None and question.request is not None:
-                return await self._finish_question(conn, question.request, question.request_id,
-                                                   first=False, started=started)
+        claimed: FeedbackRequest | None = None
+        try:
+            async with self.pool.acquire() as conn, conn.transaction():
+                row = await triggers.claim_due(conn, retry_after_s=after, max_delay_s=cap,
+                                               touched_before=pass_started)
+                if row is not None and row.request is not None:
+                    claimed = row.request
+                    return await self._finish_trigger(conn, claimed, first=False, started=started)
+                question = await requests.claim_due(conn, retry_after_s=after, max_delay_s=cap,
+                                                    touched_before=pass_started)
+                if question is not None and question.request is not None:
+                    claimed = question.request
+                    return await self._finish_question(conn, claimed, question.request_id,
+                                                       first=False, started=started)
+        except Exception as exc:
+            if claimed is None or not _refusal(exc):
+                raise
+            return await self._refused(claimed, exc)
         return None
+
+    async def _refused(self, request: FeedbackRequest, exc: BaseException) -> _Plan:
+        """The database refused ``request``: hand it over, mark its row ``failed``, go on."""
+        error = describe(exc)
+        log.error("feedback request %s refused by the database (not retried): %s",
+                  request.request_id, error)
+        if self.on_refused is not None:
+            await self.on_refused(request, error)
+        self.metrics.outcome("failed", request.lane)
+        note = f"{SINK_REFUSED}: {error}"
+        if request.lane is Lane.PROACTIVE and request.trigger is not None:
+            await triggers.mark_failed(self.pool, request.trigger.trigger_id, note,
+                                       reason=SINK_REFUSED)
+            outcome = self._outcome(request, "failed", reason=SINK_REFUSED)
+            return _Plan(HandleResult("failed", outcome=outcome), Lane.PROACTIVE,
+                         publish=[outcome], counted=False)
+        await requests.mark_failed(self.pool, outbox.question_id(request), note)
+        return _Plan(HandleResult("failed"), Lane.REACTIVE, counted=False)
 
     async def _publish_unpublished(self, limit: int) -> int:
         rows = await messages.unpublished(self.pool, older_than_s=self.retry_after_s, limit=limit)

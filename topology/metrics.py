@@ -50,6 +50,35 @@ class WorkerMetrics:
         self.nudge_seconds = Histogram(
             "vexnudge_nudge_latency_seconds", "Trigger to stored message", buckets=_LATENCY_BUCKETS, registry=r)
 
+        # Outputs that failed to publish and records a sink refused: counted here and
+        # reported by /healthz (``degraded``) with the counts since start, never only logged.
+        self.publish_failures = Counter(
+            "vexnudge_publish_failures_total", "Records that could not be published (the send "
+            "raised or the broker refused the delivery)", ["topic"], registry=r)
+        self.sink_dead_letters = Counter(
+            "vexnudge_sink_dead_letters_total", "Records a sink refused for their content, "
+            "dead-lettered (the lane went on)", ["sink", "reason"], registry=r)
+        self.failures_since_start: dict[str, dict[str, int]] = {
+            "publish_failures": {}, "sink_dead_letters": {}}
+
+    def publish_failed(self, topic: str, records: int = 1) -> None:
+        """``records`` of ``topic`` (its name without the prefix) failed to publish."""
+        self.publish_failures.labels(topic).inc(records)
+        self._tally("publish_failures", topic, records)
+
+    def sink_dead_lettered(self, sink: str, reason: str) -> None:
+        """A record ``sink`` refused was dead-lettered under ``reason``."""
+        self.sink_dead_letters.labels(sink, reason).inc()
+        self._tally("sink_dead_letters", f"{sink}:{reason}", 1)
+
+    def _tally(self, kind: str, key: str, n: int) -> None:
+        counts = self.failures_since_start[kind]
+        counts[key] = counts.get(key, 0) + n
+
+    def degraded(self) -> dict[str, dict[str, int]]:
+        """The failure counts since start that make ``/healthz`` say ``degraded`` (empty: none)."""
+        return {kind: dict(counts) for kind, counts in self.failures_since_start.items() if counts}
+
     def render(self) -> bytes:
         """The Prometheus text exposition."""
         return generate_latest(self.registry)

@@ -35,6 +35,8 @@ class Reply:
     text: str
     classes: Sequence[str]
     model: str | None
+    note: str | None = None
+    """Why the template answered instead of the model (kept in ``last_error``)."""
 
 
 def nudge_response_id(trigger_id: str) -> str:
@@ -94,7 +96,7 @@ async def store_nudge(
         session_id=request.session_id, role="assistant", text=reply.text, origin=Lane.PROACTIVE,
         classes=reply.classes, model=reply.model, trigger_id=tid,
     )
-    await triggers.mark_acted(conn, tid, response_id)
+    await triggers.mark_acted(conn, tid, response_id, note=reply.note)
     return await stored_message(conn, response_id), stored.inserted
 
 
@@ -111,5 +113,5 @@ async def store_answer(
         session_id=request.session_id, role="assistant", text=reply.text, origin=Lane.REACTIVE,
         classes=reply.classes, model=reply.model, request_id=qid,
     )
-    await requests.mark_answered(conn, qid, response_id)
+    await requests.mark_answered(conn, qid, response_id, note=reply.note)
     return await stored_message(conn, response_id), stored.inserted

@@ -109,13 +109,18 @@ async def attach_request(db: Executor, request_id: str, feedback_request: Feedba
     return rows_affected(status) == 1
 
 
-async def mark_answered(db: Executor, request_id: str, response_id: str) -> bool:
-    """``pending``/``failed`` → ``answered``.  :returns: True if the row changed."""
+async def mark_answered(
+    db: Executor, request_id: str, response_id: str, *, note: str | None = None
+) -> bool:
+    """``pending``/``failed`` → ``answered``; ``note`` (why the template answered)
+    goes to ``last_error``.  :returns: True if the row changed."""
     status = await db.execute(
-        "update chat.requests set status = 'answered', response_id = $2, updated_at = now()"
+        "update chat.requests set status = 'answered', response_id = $2,"
+        " last_error = coalesce($3, last_error), updated_at = now()"
         " where request_id = $1 and status in ('pending', 'failed')",
         as_uuid(request_id),
         as_uuid(response_id),
+        storable_text(note),
     )
     return rows_affected(status) == 1
 

@@ -152,16 +152,21 @@ async def record_trigger(
     return new_id is not None
 
 
-async def mark_acted(db: Executor, trigger_id: str, response_id: str) -> bool:
+async def mark_acted(
+    db: Executor, trigger_id: str, response_id: str, *, note: str | None = None
+) -> bool:
     """``pending``/``failed`` → ``acted`` with the message's response id.
 
+    :param note: why the template answered (stored in ``last_error``).
     :returns: True if the row changed (False: unknown, already acted or suppressed).
     """
     status = await db.execute(
         "update event_logs.agent_triggers set status = 'acted', response_id = $2, reason = null,"
-        " updated_at = now() where trigger_id = $1 and status in ('pending', 'failed')",
+        " last_error = coalesce($3, last_error), updated_at = now()"
+        " where trigger_id = $1 and status in ('pending', 'failed')",
         as_uuid(trigger_id),
         as_uuid(response_id),
+        storable_text(note),
     )
     return rows_affected(status) == 1
 

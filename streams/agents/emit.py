@@ -6,7 +6,8 @@ import base64
 import logging
 import time
 import traceback
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from topology import topics as T
 from topology.app import Pipeline
@@ -74,8 +75,33 @@ async def publish(p: Pipeline, record: Record, key: str | None, spec: T.TopicSpe
     if outbox is not None and partition is not None:
         outbox.add(topic, partition, key_bytes, encode(record), label=spec.name)
         return
-    await p.app.producer.send(topic, key_bytes, encode(record), partition, None, None)
+    try:
+        delivery = await p.app.producer.send(topic, key_bytes, encode(record), partition, None, None)
+    except Exception:
+        p.metrics.publish_failed(spec.name)  # counted (and in /healthz), then raised to the caller
+        raise
+    if hasattr(delivery, "add_done_callback"):
+        delivery.add_done_callback(lambda done: _count_undelivered(p, spec.name, done))
     p.metrics.records_out.labels(spec.name).inc()
+
+
+def _count_undelivered(p: Pipeline, name: str, done: Any) -> None:
+    """Count (and log) a record the broker never took; nobody else awaits its future."""
+    if done.cancelled() or done.exception() is None:
+        return
+    log.error("delivery of a record to %s failed: %r", name, done.exception())
+    p.metrics.publish_failed(name)
+
+
+def count_failed_delivery(p: Pipeline) -> Callable[[str, int, BaseException], None]:
+    """An :class:`~streams.agents.outbox.Outbox` callback counting its failed batches
+    under the logical topic name."""
+    prefix = p.settings.topic_prefix
+
+    def failed(topic: str, records: int, exc: BaseException) -> None:
+        p.metrics.publish_failed(topic.removeprefix(prefix) if prefix else topic, records)
+
+    return failed
 
 
 def original_text(data: bytes | None) -> tuple[str, str]:

@@ -9,20 +9,40 @@ a nudge is delayed, never lost, and its message id is derived from the
 trigger, so it is never sent twice.  The event store writes normalized events
 to Postgres in batches (idempotent on the event id) from a consumer group of
 its own.
+
+Both lanes hold their stream and retry with backoff only while the database
+is unreachable; a record the database refuses for its content
+(:func:`delivery.repo.errors.classify`) is dead-lettered (reason
+``sink_refused``, with the database's message), counted in
+``vexnudge_sink_dead_letters_total`` and ``/healthz``, and the lane goes on.
+A refused batch of events is written one by one, so only the refused events
+are dead-lettered.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Literal
 
-from streams.agents.emit import dead_letter_failure, publish
+from streams.agents.emit import dead_letter_failure, original_text, publish
 from streams.agents.ingest import source_of
 from topology import topics as T
 from topology.app import Pipeline
-from topology.schemas import FeedbackMessage, FeedbackRequest, Lane, NormalizedEvent, NudgeOutcome, decode
+from topology.schemas import (
+    DeadLetter,
+    FeedbackMessage,
+    FeedbackRequest,
+    Lane,
+    NormalizedEvent,
+    NudgeOutcome,
+    RejectReason,
+    SourceRef,
+    decode,
+)
+from topology.schemas.base import encode
 
 log = logging.getLogger("vexnudge.feedback")
 RETRY_INTERVAL_S = 5.0
@@ -52,7 +72,8 @@ class Resources:
                 self.pool = await create_pool(self.p.settings)
                 self.llm = OllamaClient.from_settings(self.p.settings)
                 self.service = FeedbackService(self.pool, self.llm, self.p.settings, self.publish,
-                                               metrics=ServiceMetricsAdapter(self.p))
+                                               metrics=ServiceMetricsAdapter(self.p),
+                                               on_refused=self.refused_request)
         return self.service
 
     def reset_if_broken(self) -> None:
@@ -62,6 +83,13 @@ class Resources:
 
     async def publish(self, record: FeedbackMessage | NudgeOutcome) -> None:
         await publish(self.p, record, record.student_key)
+
+    async def refused_request(self, request: FeedbackRequest, error: str,
+                              source: SourceRef | None = None, data: bytes | None = None) -> None:
+        """Dead-letter a feedback request the database refused."""
+        await dead_letter_refused(self.p, "feedback", data or encode(request), error,
+                                  source=source, key=request.student_key,
+                                  session_id=request.session_id)
 
     async def close(self) -> None:
         for task in list(self.tasks):
@@ -228,7 +256,7 @@ def register(p: Pipeline) -> None:
             except Exception as exc:  # noqa: BLE001 - the stage edge: dead-letter and go on
                 await dead_letter_failure(p, "feedback", message.value, source_of(message), exc)
                 continue
-            if await accept_with_retry(res, request):
+            if await accept_with_retry(res, request, message):
                 await res.slots.acquire()
                 task = asyncio.ensure_future(generate(request))
                 res.tasks.add(task)
@@ -245,18 +273,32 @@ def register(p: Pipeline) -> None:
             log.info("feedback retry: %s", report)
 
 
-async def accept_with_retry(res: Resources, request: FeedbackRequest) -> bool:
-    """:func:`accept`, holding the stream while Postgres is unreachable (never dropping)."""
+async def accept_with_retry(res: Resources, request: FeedbackRequest, message: Any = None) -> bool:
+    """:func:`accept`, holding the stream while Postgres is unreachable (never dropping).
+
+    A request the database refuses is dead-lettered (``sink_refused``), one that
+    cannot be acted on at all too (``processing_error``); both return False.
+    ``message``: the Kafka message it came in (its bytes and position go into
+    the dead letter).
+    """
+    from delivery.repo.errors import describe, is_transient
     from feedback.errors import BadFeedbackRequest
 
+    data = message.value if message is not None else None
+    source = source_of(message) if message is not None else None
     delay = 0.5
     while True:
         try:
-            return await accept(await res.ready(), request)
-        except BadFeedbackRequest:
-            log.exception("feedback request %s cannot be acted on", request.request_id)
+            service = await res.ready()
+            return await accept(service, request)
+        except BadFeedbackRequest as exc:
+            await dead_letter_failure(res.p, "feedback", data or encode(request),
+                                      source or _NO_SOURCE, exc, request.student_key)
             return False
-        except Exception:  # noqa: BLE001 - database outage: wait, then try again
+        except Exception as exc:  # noqa: BLE001 - classified: refused, or an outage
+            if res.service is not None and not is_transient(exc):
+                await res.refused_request(request, describe(exc), source, data)
+                return False
             log.exception("storing feedback request %s failed; retrying in %.1f s",
                           request.request_id, delay)
             res.reset_if_broken()
@@ -265,16 +307,65 @@ async def accept_with_retry(res: Resources, request: FeedbackRequest) -> bool:
 
 
 async def store_with_retry(res: Resources, events: list[NormalizedEvent]) -> None:
-    """Write a batch to the event store, retrying (never dropping) while the DB is down."""
+    """Write a batch to the event store, retrying (never dropping) while the DB is down.
+
+    Events the database refuses are dead-lettered (a refused batch is written
+    one by one first, so the others are stored).
+    """
+    from delivery.repo.errors import write_or_split
     from delivery.repo.events import store_events
 
     delay = 0.5
     while True:
         try:
             await res.ready()
-            await store_events(res.pool, events)
-            return
-        except Exception:  # noqa: BLE001 - hold the stream until the database is back
+            result = await write_or_split(events, lambda batch: store_events(res.pool, batch))
+            break
+        except Exception:  # noqa: BLE001 - a transient failure: hold the stream until the database is back
             log.exception("event store write of %d events failed; retrying in %.1f s", len(events), delay)
             await asyncio.sleep(delay)
             delay = min(delay * 2, 30.0)
+    for refusal in result.refused:
+        event = refusal.item
+        await dead_letter_refused(res.p, "store", encode(event), refusal.error, source=event.source,
+                                  key=event.student_key, session_id=event.session_id,
+                                  event_id=event.event_id)
+
+
+_NO_SOURCE = SourceRef(topic="", partition=-1, offset=-1)
+#: Tries to publish one dead letter before giving up on it (each failure counted).
+DEAD_LETTER_TRIES = 5
+_SINKS = {"store": "event_store", "feedback": "feedback"}
+
+
+async def dead_letter_refused(
+    p: Pipeline, stage: Literal["store", "feedback"], data: bytes, error: str, *,
+    source: SourceRef | None = None, key: str | None = None, session_id: str | None = None,
+    event_id: str | None = None,
+) -> None:
+    """Dead-letter a record a sink refused for its content (reason ``sink_refused``), and count it.
+
+    Publishing is tried up to :data:`DEAD_LETTER_TRIES` times with backoff (each
+    failure is counted in ``vexnudge_publish_failures_total`` and ``/healthz``),
+    so a dead letter the producer keeps refusing never stalls the lane.
+    """
+    log.error("%s: the database refused a record of %s (dead-lettered): %s",
+              stage, key or "-", error)
+    text, encoding = original_text(data)
+    record = DeadLetter(
+        reason=RejectReason.SINK_REFUSED, stage=stage, detail=error, original=text,
+        original_encoding=encoding,  # type: ignore[arg-type]
+        source=source, event_id=event_id, student_key=key, session_id=session_id,
+        dead_lettered_at=time.time(),
+    )
+    delay = 0.5
+    for attempt in range(1, DEAD_LETTER_TRIES + 1):
+        try:
+            await publish(p, record, key)
+            break
+        except Exception:  # noqa: BLE001 - counted by publish; wait and try again
+            log.exception("publishing a dead letter failed (try %d of %d)", attempt, DEAD_LETTER_TRIES)
+            if attempt < DEAD_LETTER_TRIES:
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 30.0)
+    p.metrics.sink_dead_lettered(_SINKS[stage], RejectReason.SINK_REFUSED.value)

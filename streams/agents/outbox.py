@@ -42,6 +42,9 @@ log = logging.getLogger("vexnudge.outbox")
 #: Called with (topic partition, offset of the last record it covers) when the
 #: broker acknowledges records of the outbox.
 Acked = Callable[[Any, int], None]
+#: Called with (topic, records, the error) when the broker refuses a batch (the
+#: worker counts them: ``vexnudge_publish_failures_total`` and ``/healthz``).
+Failed = Callable[[str, int, BaseException], None]
 
 
 class _Open:
@@ -57,10 +60,12 @@ class _Open:
 class Outbox:
     """Records to send, grouped per (topic, partition), handed over as batches."""
 
-    def __init__(self, producer: Any) -> None:
+    def __init__(self, producer: Any, on_failed: Failed | None = None) -> None:
         """``producer``: the Faust producer (its aiokafka producer is taken at the
-        first hand-over, once the app has started it)."""
+        first hand-over, once the app has started it); ``on_failed``: told of every
+        batch the broker refuses (besides the log)."""
         self.producer = producer
+        self.on_failed = on_failed
         self.open: dict[tuple[str, int], _Open] = {}
         self.counts: Counter[str] = Counter()
         """Records added per label since the last :meth:`take_counts`."""
@@ -120,12 +125,16 @@ class Outbox:
                 done += 1
             if done == first:
                 size = len(records[first][1] or b"")
-                raise ValueError(f"a record of {size} bytes does not fit in a producer batch "
+                exc = ValueError(f"a record of {size} bytes does not fit in a producer batch "
                                  f"for {slot.topic}[{slot.partition}]")
+                if self.on_failed is not None:
+                    self.on_failed(slot.topic, 1, exc)
+                raise exc
             delivered = await kafka.send_batch(builder, slot.topic, partition=slot.partition)
             self.sent_batches += 1
             last = done - first - 1
-            delivered.add_done_callback(lambda sent, last=last: _delivered(sent, slot, last))
+            delivered.add_done_callback(
+                lambda sent, last=last: _delivered(sent, slot, last, self.on_failed))
 
     def _append(self, batch: Any, slot: _Open) -> int:
         """Append as many of the slot's records as fit to a waiting producer batch."""
@@ -141,7 +150,8 @@ class Outbox:
             last, appended = metadata.offset, appended + 1
         if last is not None:
             self.appended += appended
-            batch.future.add_done_callback(lambda sent, last=last: _delivered(sent, slot, last))
+            batch.future.add_done_callback(
+                lambda sent, last=last, n=appended: _delivered(sent, slot, last, self.on_failed, n))
         return appended
 
 
@@ -153,13 +163,17 @@ def _waiting_batch(kafka: Any, topic: str, partition: int) -> Any:
     return pending[-1] if pending else None
 
 
-def _delivered(done: Any, slot: _Open, last: int) -> None:
-    """A batch's outcome; ``last``: the relative offset of the slot's last record in it."""
+def _delivered(done: Any, slot: _Open, last: int, on_failed: Failed | None = None,
+               records: int | None = None) -> None:
+    """A batch's outcome; ``last``: the relative offset of the slot's last record in it
+    (of a new batch: ``last + 1`` records; ``records`` when appended to a waiting one)."""
     if done.cancelled():
         return
     exc = done.exception()
     if exc is not None:
         log.error("delivery of records to %s[%d] failed: %r", slot.topic, slot.partition, exc)
+        if on_failed is not None:
+            on_failed(slot.topic, last + 1 if records is None else records, exc)
         return
     if slot.on_acked is not None:
         metadata = done.result()

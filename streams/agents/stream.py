@@ -33,7 +33,7 @@ from typing import Any
 
 from streams.agents.analysis import Analysis
 from streams.agents.batching import BatchContext
-from streams.agents.emit import dead_letter_failure, publish
+from streams.agents.emit import count_failed_delivery, dead_letter_failure, publish
 from streams.agents.outbox import Outbox
 from streams.agents.ingest import Ingest, source_of
 from topology import topics as T
@@ -48,7 +48,7 @@ class Stream:
     def __init__(self, p: Pipeline, *, analysis: bool = True) -> None:
         self.p = p
         self.analysing = analysis
-        self.context = BatchContext(Outbox(p.app.producer))
+        self.context = BatchContext(Outbox(p.app.producer, on_failed=count_failed_delivery(p)))
         self.ingest = Ingest(p, self.context)
         self.analysis = Analysis(p, self.context)
         self.names = {p.settings.topic(s.name): s.name

@@ -1,4 +1,12 @@
-"""The worker's web endpoints: ``/metrics`` (Prometheus) and ``/healthz``."""
+"""The worker's web endpoints: ``/metrics`` (Prometheus) and ``/healthz``.
+
+``/healthz`` answers 200 while the worker runs: ``status`` is ``ok``, or
+``degraded`` once an output failed to publish or a sink dead-lettered a
+record since start (``degraded`` holds those counts).  The worker goes on in
+both cases, so a liveness probe must not restart it for that; alert on the
+status or on ``vexnudge_publish_failures_total`` /
+``vexnudge_sink_dead_letters_total`` instead.
+"""
 
 from __future__ import annotations
 
@@ -16,7 +24,14 @@ def register(p: Pipeline) -> None:
 
     @p.app.page("/healthz")
     async def healthz(web, request):  # type: ignore[no-untyped-def]
-        return web.json({"status": "ok", "app_id": p.settings.app_id, "clock": p.settings.clock_mode})
+        return web.json(health(p))
+
+
+def health(p: Pipeline) -> dict[str, object]:
+    """The ``/healthz`` body: ``ok`` or ``degraded`` with the failure counts since start."""
+    degraded = p.metrics.degraded()
+    return {"status": "degraded" if degraded else "ok", "app_id": p.settings.app_id,
+            "clock": p.settings.clock_mode, "degraded": degraded}
 
 
 def consumer_offsets(p: Pipeline) -> dict[str, dict[str, object]]:

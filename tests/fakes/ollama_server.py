@@ -25,7 +25,9 @@ object of the same keyword names; ``GET /_control`` shows the state,
 ==============  ==============================================================
 
 ``script`` (a list of modes) overrides the mode for the next calls, one per
-call.  Run in-process with :func:`serve` (an async context manager), or as
+call.  ``refuse_containing`` (a non-empty string) makes every chat whose prompt
+contains it answer HTTP ``refuse_status`` (400) with Ollama's error body,
+whatever the mode: a request refused for its own content.  Run in-process with :func:`serve` (an async context manager), or as
 a process: ``python -m tests.fakes.ollama_server --port 0 --mode ok`` prints
 ``fake-ollama listening on http://127.0.0.1:PORT`` and serves until SIGTERM.
 """
@@ -90,6 +92,8 @@ class Behaviour:
     fail_first: int = 0
     model: str = "llama3.2"
     script: list[Mode] = field(default_factory=list)
+    refuse_containing: str = ""
+    refuse_status: int = 400
 
 
 @dataclass(frozen=True)
@@ -212,6 +216,11 @@ class FakeOllama:
         messages = body.get("messages") if isinstance(body, dict) else None
         prompt = messages[-1].get("content") if messages else None
         self.requests.append(Recorded("POST", "/api/chat", body, prompt, time.time()))
+        refuse = self.behaviour.refuse_containing
+        if refuse and isinstance(prompt, str) and refuse in prompt:
+            self.chat_calls += 1
+            return web.json_response({"error": "the prompt was refused"},
+                                     status=self.behaviour.refuse_status)
         mode = self._next_mode()
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)

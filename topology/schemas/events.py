@@ -36,6 +36,8 @@ class RejectReason(StrEnum):
     NOT_COMPARABLE = "not_comparable"
     PROCESSING_ERROR = "processing_error"
     SCHEMA_ERROR = "schema_error"
+    SINK_REFUSED = "sink_refused"
+    """A sink (PostgreSQL) refused the record for its content; ``detail`` has its message."""
 
 
 class RawEnvelope(BaseModel):
@@ -122,7 +124,7 @@ class DeadLetter(Record):
     schema_version: Literal[1] = 1
     reason: RejectReason
     detail: str
-    stage: Literal["ingest", "analysis", "feedback"]
+    stage: Literal["ingest", "analysis", "feedback", "store"]
     original: str
     """The original bytes: UTF-8 text, or base64 when ``original_encoding`` says so."""
     original_encoding: Literal["utf-8", "base64"] = "utf-8"
