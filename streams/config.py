@@ -25,6 +25,10 @@ class EngineConfig:
     pause_max_s: float = 86400.0
     recent_distances: int = 10
     max_metric_events: int = 400
+    max_sessions: int = 32
+    """Sessions a student's state keeps (the least recently active go first)."""
+    max_state_bytes: int = 65_536
+    """The most a student's serialized state may take (checked when a session opens)."""
 
     def iterative_threshold(self, playground: str | None) -> int:
         """The steady-edit count that fires iterative on ``playground``."""
@@ -44,4 +48,6 @@ class EngineConfig:
             inactive_after_s=settings.inactive_after_s,
             inactive_realert_s=settings.inactive_realert_s,
             recency_s=settings.trigger_student_recency_hours * 3600.0,
+            max_sessions=settings.max_sessions_per_student,
+            max_state_bytes=settings.student_state_max_bytes,
         )

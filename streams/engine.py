@@ -62,18 +62,24 @@ class StudentEngine:
         self.nudge = nudge
         self.metrics: MetricLog = metrics if metrics is not None else DictMetricLog(config.max_metric_events)
         """Nudge policy; None = detect only, no feedback requests at all."""
+        self.dropped: list[str] = []
+        """Why sessions were dropped to keep the state bounded (``session_cap``,
+        ``state_size``), one entry per dropped session, for the adapter's metrics."""
 
     # -- events -------------------------------------------------------------------
     def on_event(self, event: NormalizedEvent) -> list[Output]:
         """Apply one event of this student; return what it produced, in order."""
         resolved = self._alerts(event.ts, inclusive=False, trailing=False)
         out: list[Output] = list(resolved)
+        opened = event.session_id not in self.state.sessions
         session = self._session(event)
         for segment in session.segmenter.feed(event.event_type, event.ts):
             out.append(self._segment_record(event.session_id, session, segment))
         if event.event_type == _RUN:
             out.extend(self._run(event, session))
         self._remember(event, session)
+        if opened:
+            self._bound_state()
         fires = [o for o in out if isinstance(o, TriggerFired) and o.run_index is not None]
         return out + self._requests(fires, event.ts, resolved)
 
@@ -88,9 +94,27 @@ class StudentEngine:
     def _session(self, event: NormalizedEvent) -> SessionState:
         session = self.state.sessions.get(event.session_id)
         if session is None:
+            while len(self.state.sessions) >= self.config.max_sessions and self._drop_oldest("session_cap"):
+                pass
             session = SessionState(student_id=event.student_id, segmenter=Segmenter(self.config))
             self.state.sessions[event.session_id] = session
         return session
+
+    def _bound_state(self) -> None:
+        """Drop the least recently active sessions while the state is over its budget."""
+        while (len(self.state.sessions) > 1 and len(self.state.to_bytes()) > self.config.max_state_bytes
+               and self._drop_oldest("state_size")):
+            pass
+
+    def _drop_oldest(self, why: str) -> bool:
+        """Forget the least recently active session (never the student's latest)."""
+        candidates = [(s.segmenter.last_ts if s.segmenter.last_ts is not None else float("-inf"), sid)
+                      for sid, s in self.state.sessions.items() if sid != self.state.last_session]
+        if not candidates:
+            return False
+        self.forget_session(min(candidates)[1])
+        self.dropped.append(why)
+        return True
 
     def _remember(self, event: NormalizedEvent, session: SessionState) -> None:
         st = self.state

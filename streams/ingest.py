@@ -2,9 +2,12 @@
 
 Pure and deterministic.  The checks run in the normative order (first failure
 wins): invalid_json, not_an_object, invalid_raw_message, missing_studentID,
-missing_sessionID, missing_timestamp, missing_eventType, bad_timestamp.
-``duplicate_id`` needs memory of accepted ids and is decided by
-:class:`SeenIds`, owned per student by the adapter.
+missing_sessionID, missing_timestamp, missing_eventType, bad_timestamp,
+then duplicate_id, then the hostile-line screen (too_large, bad_field,
+future_timestamp; :mod:`streams.screen`).  ``duplicate_id`` needs memory of
+accepted ids and is decided by :class:`SeenIds`, owned per student by the
+adapter; a screen rejection is therefore returned *deferred* and the adapter
+calls :func:`judge_duplicate` (duplicates rank first).
 """
 
 from __future__ import annotations
@@ -16,6 +19,19 @@ from typing import Any
 
 import orjson
 
+from streams.screen import (
+    DEFAULT_LIMITS,
+    FIELD_MAX_CHARS,
+    SMALL_LINE,
+    Limits,
+    bad_field,
+    clipped_text,
+    future_timestamp,
+    label_text,
+    short_text,
+    small_mapping,
+    too_large,
+)
 from streams.timeutil import iso_utc
 from tree_edit import Unusable, WorkspaceStatus, workspace_xml
 from topology.schemas import NormalizedEvent, RejectReason, SourceRef
@@ -37,6 +53,8 @@ class Rejected:
     event_id: str | None = None
     student_key: str | None = None
     session_id: str | None = None
+    deferred: bool = False
+    """A hostile-line screen rejection: ``duplicate_id`` still ranks before it."""
 
 
 def student_key(student_id: str) -> str:
@@ -153,6 +171,9 @@ def _build_event(
     student_id = payload["studentID"].strip()
     status, xml = read_workspace(payload.get("project"))
     params = (_decoded_object(payload.get("playgroundData")) or {}).get("parameters")
+    block_event = _decoded_object(payload.get("blockEventData"))
+    if len(line) > SMALL_LINE:  # only a long line can carry oversize side fields
+        params, block_event = small_mapping(params), small_mapping(block_event)
     return NormalizedEvent(
         event_id=event_id,
         envelope_id_int=id_int,
@@ -162,20 +183,28 @@ def _build_event(
         event_type=payload["eventType"].strip(),
         ts=ts,
         timestamp=iso_utc(ts),
-        received_at=_optional_str(envelope.get("received_at", envelope.get("recieved_at"))),
-        playground=_optional_str(payload.get("playground")),
-        class_code=_optional_str(payload.get("classCode", envelope.get("classCode"))),
+        received_at=short_text(envelope.get("received_at", envelope.get("recieved_at"))),
+        playground=label_text(payload.get("playground")),
+        class_code=label_text(payload.get("classCode", envelope.get("classCode"))),
         workspace_status=status,
         workspace_xml=xml,
         playground_params=params if isinstance(params, dict) else None,
-        block_event=_decoded_object(payload.get("blockEventData")),
-        error_message=_optional_str(payload.get("errorMessage")),
+        block_event=block_event,
+        error_message=clipped_text(payload.get("errorMessage")),
         source=source,
     )
 
 
-def decode_line(line: bytes, source: SourceRef | None = None) -> NormalizedEvent | Rejected:
-    """Validate and normalize one raw line (duplicate ids are not judged here)."""
+def decode_line(
+    line: bytes, source: SourceRef | None = None, limits: Limits = DEFAULT_LIMITS,
+    now: float | None = None,
+) -> NormalizedEvent | Rejected:
+    """Validate and normalize one raw line (duplicate ids are not judged here).
+
+    :param limits: the hostile-line screen's limits.
+    :param now: the live clock for the clock-skew check of a line without
+        ``received_at`` (None: a replay, which accepts such a line).
+    """
     ok, envelope = _loads(line)
     if not ok:
         return Rejected(RejectReason.INVALID_JSON, "the line is not valid JSON")
@@ -193,7 +222,38 @@ def decode_line(line: bytes, source: SourceRef | None = None) -> NormalizedEvent
     if moment is None:
         detail = f"timestamp {payload['timestamp'][:40]!r} is not an ISO-8601 date-time"
         return Rejected(RejectReason.BAD_TIMESTAMP, detail, event_id, key, payload["sessionID"])
-    return _build_event(envelope, payload, moment.timestamp(), line, source)
+    ts = moment.timestamp()
+    refused = _screen(envelope, payload, ts, len(line), limits, now)
+    if refused is not None:
+        return Rejected(refused[0], refused[1], event_id, *refused[2], deferred=True)
+    return _build_event(envelope, payload, ts, line, source)
+
+
+def _screen(
+    envelope: dict[str, Any], payload: dict[str, Any], ts: float, size: int, limits: Limits,
+    now: float | None,
+) -> tuple[RejectReason, str, tuple[str | None, str | None]] | None:
+    """Checks 7-9; the reason, detail and (student key, session) of a refused line."""
+    verdict = too_large(size, limits) or bad_field(payload)
+    if verdict is None:
+        received = envelope.get("received_at", envelope.get("recieved_at"))
+        moment = parse_timestamp(received) if isinstance(received, str) else None
+        verdict = future_timestamp(ts, moment, now, limits)
+    if verdict is None:
+        return None
+    where = (student_key(payload["studentID"]), payload["sessionID"])
+    return RejectReason(verdict.reason), verdict.detail, where
+
+
+def judge_duplicate(rejected: Rejected, seen: SeenIds | None) -> Rejected:
+    """A deferred (screen) rejection of an id already accepted is a ``duplicate_id``."""
+    if not rejected.deferred or seen is None or rejected.event_id is None:
+        return rejected
+    if rejected.event_id.startswith("h:") or not seen.seen(rejected.event_id):
+        return rejected
+    return Rejected(RejectReason.DUPLICATE_ID,
+                    f"envelope id {rejected.event_id} was already accepted for this student",
+                    rejected.event_id, rejected.student_key, rejected.session_id)
 
 
 def is_blank(line: bytes) -> bool:
@@ -213,7 +273,8 @@ def routing_key(line: bytes) -> str | None:
     payload, _ = _payload(envelope)
     if payload is None or _blank(payload.get("studentID")):
         return None
-    return student_key(payload["studentID"])
+    key = student_key(payload["studentID"])
+    return key if len(key) <= FIELD_MAX_CHARS else None
 
 
 class SeenIds:

@@ -21,7 +21,8 @@ from streams.partitioning import partition_for
 #: Replay mode follows a partition's watermark only while its input is in time
 #: order (the worker's rule, see ``streams.agents.analysis``).
 DISORDER_S = 60.0
-from streams.ingest import Rejected, SeenIds, decode_line, is_blank
+from streams.ingest import Rejected, SeenIds, decode_line, is_blank, judge_duplicate
+from streams.screen import DEFAULT_LIMITS, Limits
 from streams.programs import DictMetricLog, DictProgramStore, Scorer
 from streams.state import StudentState
 from streams.summary import Observed
@@ -98,8 +99,8 @@ class LineAnalyzer:
     lines skipped, each line decoded, a student's repeated event id rejected,
     every accepted event analysed."""
 
-    def __init__(self, analyzer: LocalAnalyzer) -> None:
-        self.analyzer = analyzer
+    def __init__(self, analyzer: LocalAnalyzer, limits: Limits = DEFAULT_LIMITS) -> None:
+        self.analyzer, self.limits = analyzer, limits
         self.seen: dict[str, SeenIds] = {}
         self.rejected: Counter[str] = Counter()
         self.blank = 0
@@ -109,13 +110,15 @@ class LineAnalyzer:
         if is_blank(line):
             self.blank += 1
             return None, []
-        out = decode_line(line)
+        out = decode_line(line, limits=self.limits)
         if isinstance(out, NormalizedEvent) and not out.event_id.startswith("h:"):
             ids = self.seen.setdefault(out.student_key, SeenIds())
             if ids.seen(out.event_id):
                 out = Rejected(RejectReason.DUPLICATE_ID, "duplicate", out.event_id)
             else:
                 ids.add(out.event_id)
+        elif isinstance(out, Rejected) and out.student_key is not None:
+            out = judge_duplicate(out, self.seen.get(out.student_key))
         if isinstance(out, Rejected):
             self.rejected[out.reason.value] += 1
             return None, []
@@ -124,11 +127,11 @@ class LineAnalyzer:
 
 def analyze_lines(
     lines: Iterable[bytes], config: EngineConfig, scorer: Scorer, nudge: NudgeConfig | None = None,
-    partitions: int | None = None,
+    partitions: int | None = None, limits: Limits = DEFAULT_LIMITS,
 ) -> LocalRun:
     """Ingest and analyze raw lines exactly as the pipeline does (replay mode)."""
     run, analyzer = LocalRun(), LocalAnalyzer(config, scorer, nudge, partitions)
-    reader = LineAnalyzer(analyzer)
+    reader = LineAnalyzer(analyzer, limits)
     digest, total = hashlib.sha256(), 0
     for line in lines:
         digest.update(line + b"\n")
@@ -179,7 +182,7 @@ def evaluate_session(
     from streams.scoring import TreeEditScorer
 
     analyzer = LocalAnalyzer(EngineConfig.from_settings(settings),
-                             scorer or TreeEditScorer(max_blocks=settings.tree_edit_max_blocks),
+                             scorer or TreeEditScorer.from_settings(settings),
                              NudgeConfig.from_settings(settings))
     result, last = SessionEvaluation(), None
     outputs: list[Output] = []

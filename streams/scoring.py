@@ -3,18 +3,24 @@
 Parses each program once (a small LRU of parsed programs keyed by content
 digest) and measures distances with the guarded, cached
 :class:`tree_edit.DistanceCalculator`; pairs refused by its guards (too many
-blocks, too costly) count as not comparable.
+blocks, or planned work over the CPU budget) count as not comparable.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable
+from typing import Any
 
 from tree_edit import DistanceCalculator, NotComparable, Tree, WorkspaceError, parse_workspace
+from tree_edit.distance import cells_within
 from tree_edit.tree import empty_tree
 
 from streams.programs import ProgramInfo, UnusableWorkspace, digest
+
+
+#: The default CPU budget of one distance (TREE_EDIT_MAX_CPU_MS).
+DEFAULT_MAX_CPU_MS = 500.0
 
 
 class TreeEditScorer:
@@ -23,11 +29,22 @@ class TreeEditScorer:
     def __init__(
         self, max_blocks: int = 2000, cache_size: int = 4096, tree_cache_size: int = 256,
         on_not_comparable: Callable[[NotComparable], None] | None = None,
+        max_cpu_ms: float = DEFAULT_MAX_CPU_MS,
     ) -> None:
+        """``max_cpu_ms``: a pair whose planned work would take longer is not comparable."""
         self.calculator = DistanceCalculator(cache_size=cache_size, max_blocks=max_blocks,
+                                             max_cells=cells_within(max_cpu_ms),
                                              on_not_comparable=on_not_comparable)
         self.tree_cache_size = tree_cache_size
         self._trees: OrderedDict[str, Tree] = OrderedDict()
+
+    @classmethod
+    def from_settings(
+        cls, settings: Any, on_not_comparable: Callable[[NotComparable], None] | None = None,
+    ) -> TreeEditScorer:
+        """Built from :class:`topology.settings.Settings` (duck-typed: stays pure)."""
+        return cls(max_blocks=settings.tree_edit_max_blocks, cache_size=settings.tree_edit_cache_size,
+                   max_cpu_ms=settings.tree_edit_max_cpu_ms, on_not_comparable=on_not_comparable)
 
     @property
     def not_comparable(self) -> int:

@@ -42,6 +42,10 @@ class WorkerMetrics:
             "vexnudge_stream_agent_records_total", "Records the stream agent handled (the divisor of its CPU time)",
             registry=r)
         self.students = Gauge("vexnudge_active_students", "Students with state on this worker", registry=r)
+        self.sessions_dropped = Counter(
+            "vexnudge_state_sessions_dropped_total", "Sessions dropped from a student's state to keep it "
+            "bounded (session_cap: MAX_SESSIONS_PER_STUDENT, state_size: STUDENT_STATE_MAX_BYTES)",
+            ["reason"], registry=r)
         self.lag = Gauge("vexnudge_consumer_lag", "Records behind the end of a topic", ["topic"], registry=r)
         self.nudges = Counter("vexnudge_nudges_total", "Nudge outcomes", ["status"], registry=r)
         self.model_seconds = Histogram(

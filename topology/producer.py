@@ -15,8 +15,12 @@ from dataclasses import dataclass
 import orjson
 from aiokafka import AIOKafkaProducer
 
-from streams.ingest import Rejected, decode_line, parse_timestamp, routing_key
+from streams.deadletters import original_text, truncated
+from streams.ingest import Rejected, decode_line, is_blank, parse_timestamp, routing_key
+from streams.screen import Limits, bounded
 from topology import topics as T
+from topology.schemas import DeadLetter, SourceRef
+from topology.schemas.base import encode
 from topology.settings import Settings
 
 LINE_HEADER = "vex-line"
@@ -29,6 +33,8 @@ class ProduceStats:
     lines: int = 0
     sent: int = 0
     skipped: int = 0
+    dead_lettered: int = 0
+    """Lines too large for the broker, dead-lettered here instead of sent."""
     bytes: int = 0
     seconds: float = 0.0
 
@@ -82,6 +88,9 @@ async def produce_lines(
             if skip_invalid and (not line.strip() or isinstance(decode_line(line), Rejected)):
                 stats.skipped += 1
                 continue
+            if len(line) > settings.raw_max_bytes:
+                stats.dead_lettered += await _refuse_oversize(producer, settings, line, number)
+                continue
             if speed is not None and first_recorded is None:
                 first_recorded = recorded_time(line)
             delay = _delay(number, line, started, speed, rate, first_recorded)
@@ -107,6 +116,30 @@ async def produce_lines(
     if on_progress:
         on_progress(stats)  # the last lines, fewer than a report's 1,000
     return stats
+
+
+async def _refuse_oversize(producer: AIOKafkaProducer, settings: Settings, line: bytes,
+                           number: int) -> int:
+    """A line the broker cannot carry: dead-letter it here, as ingest would
+    (its reason by the same checks; the original truncated with its length and
+    SHA-256).  A blank one is skipped, as ingest skips it.  Returns 1 if sent."""
+    if is_blank(line):
+        return 0
+    out = decode_line(line, limits=Limits.from_settings(settings))
+    assert isinstance(out, Rejected), "a line over RAW_MAX_BYTES is never accepted"
+    text, encoding = original_text(line)
+    topic = settings.topic(T.RAW.name)
+    key = bounded(out.student_key)
+    record = truncated(DeadLetter(
+        reason=out.reason, detail=out.detail + " (refused by the producer: the broker cannot carry it)",
+        stage="ingest", original=text, original_encoding=encoding,  # type: ignore[arg-type]
+        source=SourceRef(topic=topic, partition=-1, offset=-1, line=number),
+        event_id=bounded(out.event_id), student_key=key, session_id=bounded(out.session_id),
+        dead_lettered_at=time.time(),
+    ))
+    await producer.send_and_wait(settings.topic(T.DEADLETTER.name), value=encode(record),
+                                 key=key.encode() if key else None)
+    return 1
 
 
 def _delay(number: int, line: bytes, started: float, speed: float | None, rate: float | None,

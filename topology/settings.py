@@ -92,6 +92,18 @@ class Settings(BaseSettings):
     shutdown_grace_s: float = Field(10.0, gt=0, le=600)
     """SHUTDOWN_GRACE_S: how long a worker or gateway may take to stop after SIGTERM (in-flight batch committed, streams closed); then the worker exits on its own and a parent (`vexnudge demo`, replay, tests) sends SIGKILL and says so."""
 
+    # --- Hostile input -------------------------------------------------------------
+    raw_max_bytes: int = Field(1_047_552, ge=65_536, le=100 * 1_048_576)
+    """RAW_MAX_BYTES: longer raw lines are rejected as ``too_large`` (default 1 MiB minus 1 KiB of broker record overhead); dead letters are kept under it too."""
+    clock_skew_max_s: float = Field(300.0, gt=0)
+    """CLOCK_SKEW_MAX_S: an event time further than this after the line's ``received_at`` (live worker: after its own clock) is rejected as ``future_timestamp``."""
+    max_sessions_per_student: int = Field(32, ge=2, le=10_000)
+    """MAX_SESSIONS_PER_STUDENT: sessions whose state a student keeps; the least recently active is dropped first (and counted)."""
+    student_state_max_bytes: int = Field(65_536, ge=4096)
+    """STUDENT_STATE_MAX_BYTES: the most a student's analysis state may take; the least recently active sessions are dropped first (and counted)."""
+    tree_edit_max_cpu_ms: float = Field(500.0, gt=0, le=60_000)
+    """TREE_EDIT_MAX_CPU_MS: a distance whose planned work would take longer than this is reported as not comparable (decided from the pair's size before computing, so replays agree)."""
+
     # --- Triggers ----------------------------------------------------------------
     trigger_poll_interval_s: float = Field(5.0, gt=0)
     """TRIGGER_POLL_INTERVAL_S: live-clock tick period per owned partition."""
@@ -181,6 +193,39 @@ class Settings(BaseSettings):
     """SSE_WRITE_TIMEOUT_S: a client that takes longer to accept a write is dropped."""
     gateway_public_url: str | None = None
     """GATEWAY_PUBLIC_URL: base URL students open (``vexnudge token --url``); default http://host:port."""
+
+    # --- Gateway limits (docs/gateway.md, "Limits") ------------------------------
+    sse_max_streams_per_token: int = Field(3, ge=1, le=1000)
+    """SSE_MAX_STREAMS_PER_TOKEN: open streams one student (or one board token) may hold; a new one closes its oldest."""
+    sse_max_streams: int = Field(5000, ge=1)
+    """SSE_MAX_STREAMS: open streams per gateway process; past it a new stream is refused with 503 and Retry-After."""
+    sse_history_timeout_s: float = Field(5.0, gt=0)
+    """SSE_HISTORY_TIMEOUT_S: longest wait for one page of a stream's history; past it the stream goes live and fills the history in later."""
+    sse_history_retry_s: float = Field(5.0, gt=0)
+    """SSE_HISTORY_RETRY_S: how often a live stream whose history could not be read tries again."""
+    gateway_request_timeout_s: float = Field(10.0, gt=0)
+    """GATEWAY_REQUEST_TIMEOUT_S: time a client has to send a request head (from connecting, or from its previous response) and a request body."""
+    question_rate_limit: str = "5/minute;30/hour"
+    """QUESTION_RATE_LIMIT: questions one student may ask per gateway process (``limits`` notation; ``;`` joins several windows)."""
+    question_max_pending: int = Field(3, ge=1)
+    """QUESTION_MAX_PENDING: unanswered questions a student may have before new ones are refused with 429."""
+    question_republish_after_s: float = Field(30.0, gt=0)
+    """QUESTION_REPUBLISH_AFTER_S: a pending question stored this long ago and never published is published again (checked as often)."""
+    token_max_ttl_s: float = Field(7 * 86400.0, gt=0)
+    """TOKEN_MAX_TTL_S: the longest lifetime of a student token, refused above it at signing and at verification."""
+    board_token_ttl_s: float = Field(120.0, gt=0, le=3600)
+    """BOARD_TOKEN_TTL_S: lifetime of the signed board token the teacher board's stream opens with."""
+
+    @field_validator("question_rate_limit")
+    @classmethod
+    def _rate_limit_notation(cls, value: str) -> str:
+        from limits import parse_many
+
+        try:
+            parse_many(value)
+        except ValueError as exc:
+            raise ValueError(f"QUESTION_RATE_LIMIT {value!r} is not a rate (e.g. 5/minute;30/hour): {exc}") from None
+        return value
 
     # --- Local stack -------------------------------------------------------------
     stack_dir: Path = PROJECT_ROOT / ".vexnudge"

@@ -207,6 +207,8 @@ class Analysis:
         engine = self.engine_for(state)
         outputs = engine.on_event(event)
         self.p.metrics.event_seconds.observe(time.perf_counter() - started)
+        for why in engine.dropped:
+            self.p.metrics.sessions_dropped.labels(why).inc()
         await self.emit(outputs, event.student_key)
         if raw is not None:
             state.applied[str(raw.partition)] = raw.offset

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import base64
 import logging
 import time
 import traceback
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from streams.deadletters import fitted, original_text
 from topology import topics as T
 from topology.app import Pipeline
 from topology.schemas import (
@@ -72,11 +72,14 @@ async def publish(p: Pipeline, record: Record, key: str | None, spec: T.TopicSpe
     if isinstance(record, TriggerFired):
         p.metrics.triggers.labels(record.type.value).inc()
     topic, key_bytes = p.settings.topic(spec.name), key.encode() if key is not None else None
+    data = encode(record)
+    if isinstance(record, DeadLetter):
+        data = fitted(record, data, p.settings.raw_max_bytes)
     if outbox is not None and partition is not None:
-        outbox.add(topic, partition, key_bytes, encode(record), label=spec.name)
+        outbox.add(topic, partition, key_bytes, data, label=spec.name)
         return
     try:
-        delivery = await p.app.producer.send(topic, key_bytes, encode(record), partition, None, None)
+        delivery = await p.app.producer.send(topic, key_bytes, data, partition, None, None)
     except Exception:
         p.metrics.publish_failed(spec.name)  # counted (and in /healthz), then raised to the caller
         raise
@@ -102,15 +105,6 @@ def count_failed_delivery(p: Pipeline) -> Callable[[str, int, BaseException], No
         p.metrics.publish_failed(topic.removeprefix(prefix) if prefix else topic, records)
 
     return failed
-
-
-def original_text(data: bytes | None) -> tuple[str, str]:
-    """Bytes as (text, encoding): UTF-8 when they decode, else base64."""
-    raw = data or b""
-    try:
-        return raw.decode("utf-8"), "utf-8"
-    except UnicodeDecodeError:
-        return base64.b64encode(raw).decode("ascii"), "base64"
 
 
 async def dead_letter_failure(

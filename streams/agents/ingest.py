@@ -16,7 +16,8 @@ import orjson
 from streams.agents.batching import BatchContext, TableBuffer
 from streams.agents.emit import dead_letter_failure, original_text, publish
 from streams.agents.outbox import Outbox
-from streams.ingest import Rejected, SeenIds, decode_line, is_blank
+from streams.ingest import Rejected, SeenIds, decode_line, is_blank, judge_duplicate
+from streams.screen import Limits, bounded
 from topology import topics as T
 from topology.app import Pipeline
 from topology.schemas import DeadLetter, NormalizedEvent, RejectReason, SourceRef
@@ -50,6 +51,8 @@ class Ingest:
         self.seen_table = TableBuffer(p.tables["ingest-seen"], context, p.app.producer)
         self.outbox = context.outbox
         self.window = p.settings.ingest_dedupe_window
+        self.limits = Limits.from_settings(p.settings)
+        self.live = p.settings.clock_mode == "live"
         self.cache: dict[str, SeenIds] = {}
         self.dirty: set[str] = set()
 
@@ -66,7 +69,7 @@ class Ingest:
         if is_blank(value):
             p.metrics.ingest_blank.inc()
             return None
-        out = decode_line(value, source)
+        out = decode_line(value, source, self.limits, time.time() if self.live else None)
         if isinstance(out, NormalizedEvent) and not out.event_id.startswith("h:"):
             seen = self.seen_ids(out.student_key)
             first = seen.accepted_at(out.event_id)
@@ -91,6 +94,8 @@ class Ingest:
             await publish(p, out, out.student_key, outbox=self.outbox)
             p.metrics.ingest_accepted.inc()
             return out
+        elif out.deferred and bounded(out.student_key) is not None:
+            out = judge_duplicate(out, self.seen_ids(out.student_key))  # type: ignore[arg-type]
         await _reject(p, out, value, source, self.outbox)
         return None
 
@@ -116,11 +121,12 @@ class Ingest:
 
 async def _reject(p: Pipeline, rejected: Rejected, value: bytes, source: SourceRef, outbox: Outbox) -> None:
     text, encoding = original_text(value)
+    key = bounded(rejected.student_key)
     record = DeadLetter(
         reason=rejected.reason, detail=rejected.detail, stage="ingest", original=text,
         original_encoding=encoding,  # type: ignore[arg-type]
-        source=source, event_id=rejected.event_id, student_key=rejected.student_key,
-        session_id=rejected.session_id, dead_lettered_at=time.time(),
+        source=source, event_id=bounded(rejected.event_id), student_key=key,
+        session_id=bounded(rejected.session_id), dead_lettered_at=time.time(),
     )
     p.metrics.ingest_rejected.labels(rejected.reason.value).inc()
-    await publish(p, record, rejected.student_key, outbox=outbox)
+    await publish(p, record, key, outbox=outbox)

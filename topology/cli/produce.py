@@ -50,7 +50,9 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         return 1
     progress.set(stats.lines)
     progress.close()
-    print(f"produced {stats.sent} of {stats.lines} lines ({stats.skipped} skipped), "
+    refused = (f", {stats.dead_lettered} over RAW_MAX_BYTES dead-lettered"
+               if stats.dead_lettered else "")
+    print(f"produced {stats.sent} of {stats.lines} lines ({stats.skipped} skipped{refused}), "
           f"{stats.bytes / 1e6:.2f} MB in {stats.seconds:.2f} s: {stats.rate:,.0f} events/s "
           f"to {settings.topic('vex.telemetry.raw')}")
     return 0

@@ -13,8 +13,9 @@ from topology.schemas.base import Record
 class RejectReason(StrEnum):
     """Why a raw line (or a run's workspace) was not usable.
 
-    The first eight are ingest rejections, checked in this order (fixtures
-    README §1); the workspace reasons mark an accepted ``runProject`` whose
+    The first twelve are ingest rejections, checked in this order (fixtures
+    README §1 and §1b: ``duplicate_id`` is judged before the three hostile-line
+    checks that follow it); the workspace reasons mark an accepted ``runProject`` whose
     program cannot be scored; ``processing_error`` is an unexpected failure
     of a stage on one record (the record is kept here, the worker goes on).
     """
@@ -28,6 +29,9 @@ class RejectReason(StrEnum):
     MISSING_EVENT_TYPE = "missing_eventType"
     BAD_TIMESTAMP = "bad_timestamp"
     DUPLICATE_ID = "duplicate_id"
+    TOO_LARGE = "too_large"
+    BAD_FIELD = "bad_field"
+    FUTURE_TIMESTAMP = "future_timestamp"
     NO_PROJECT = "no_project"
     PROJECT_NOT_JSON = "project_not_json"
     PROJECT_NOT_OBJECT = "project_not_object"
@@ -128,6 +132,12 @@ class DeadLetter(Record):
     original: str
     """The original bytes: UTF-8 text, or base64 when ``original_encoding`` says so."""
     original_encoding: Literal["utf-8", "base64"] = "utf-8"
+    original_truncated: bool = False
+    """True when ``original`` keeps only the first bytes (the record would not fit on its topic)."""
+    original_length: int | None = None
+    """The whole original's length in bytes (set when truncated)."""
+    original_sha256: str | None = None
+    """The SHA-256 (hex) of the whole original (set when truncated)."""
     source: SourceRef | None = None
     event_id: str | None = None
     student_key: str | None = None
