@@ -112,7 +112,7 @@ def cores_us(lines: list[bytes]) -> float:
 
     settings = stack_settings()
     feed = LineAnalyzer(LocalAnalyzer(EngineConfig.from_settings(settings),
-                                      TreeEditScorer(max_blocks=settings.tree_edit_max_blocks),
+                                      TreeEditScorer.from_settings(settings),
                                       NudgeConfig.from_settings(settings))).feed
     started = time.process_time()
     for line in lines:

@@ -198,7 +198,7 @@ def cores(settings: Any) -> Callable[[bytes], object]:
     from streams.scoring import TreeEditScorer
 
     analyzer = LocalAnalyzer(EngineConfig.from_settings(settings),
-                             TreeEditScorer(max_blocks=settings.tree_edit_max_blocks),
+                             TreeEditScorer.from_settings(settings),
                              NudgeConfig.from_settings(settings), partitions=None)
     return LineAnalyzer(analyzer).feed
 
@@ -254,7 +254,7 @@ def core_cost(settings: Any, lines: list[bytes]) -> float:
     from streams.scoring import TreeEditScorer
 
     started = time.process_time()
-    analyze_lines(lines, EngineConfig.from_settings(settings), TreeEditScorer(max_blocks=settings.tree_edit_max_blocks),
+    analyze_lines(lines, EngineConfig.from_settings(settings), TreeEditScorer.from_settings(settings),
                   NudgeConfig.from_settings(settings), partitions=None)
     return (time.process_time() - started) / len(lines)
 

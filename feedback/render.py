@@ -20,9 +20,15 @@ or no top-level block).  Rules:
 * a stack root is at depth 1 and the rest of its chain at depth 2; input
   reporters and statement bodies sit one level deeper than their block and
   an ``else:`` line (at the block's depth) opens a second body;
-* an empty section reads `` (empty)``.
+* an empty section reads `` (empty)``;
+* nesting deeper than :data:`MAX_DEPTH` is not shown: one line at that
+  depth says how many blocks it hides (a program nested hundreds of blocks
+  deep renders in bounded time and stack, and a model reads nothing useful
+  past a few levels anyway).
 
-Deterministic and pure (standard-library XML parser only).
+Deterministic and pure.  The XML is read by :func:`tree_edit.xmlsafe.parse_xml`
+(no document type, no entity expansion); no traversal here recurses deeper
+than :data:`MAX_DEPTH`.
 """
 
 from __future__ import annotations
@@ -30,6 +36,8 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+
+from tree_edit.xmlsafe import XmlRefused, parse_xml
 
 HAT_TYPES = frozenset(
     {
@@ -43,6 +51,8 @@ HAT_TYPES = frozenset(
 DEFINITION_TYPE = "procedures_definition"
 CALL_TYPE = "procedures_call"
 ELSE_BODY = "SUBSTACK2"
+#: The deepest indentation rendered; deeper blocks are counted, not shown.
+MAX_DEPTH = 40
 _STRIP_PREFIXES = ("pg_", "aim_", "mixed_")
 
 
@@ -98,25 +108,25 @@ def _value_parts(value: ET.Element) -> tuple[ET.Element | None, ET.Element | Non
 
 
 def _calls(root: ET.Element) -> Iterator[str]:
-    """Procedure names called by live code of the stack starting at ``root``."""
-    for block in chain(root):
-        if is_disabled(block):
-            continue
-        if block.get("type") == CALL_TYPE:
-            name = proccode(block)
-            if name:
-                yield name
-        for slot in block:
-            kind = _local(slot.tag)
-            if kind == "statement":
-                yield from _calls_in(_first(slot, "block"))
-            elif kind == "value":
-                real, _ = _value_parts(slot)
-                yield from _calls_in(real)
-
-
-def _calls_in(block: ET.Element | None) -> Iterator[str]:
-    return _calls(block) if block is not None else iter(())
+    """Procedure names called by live code of the stack starting at ``root``
+    (walked with an explicit stack: nesting depth costs no recursion)."""
+    pending: list[ET.Element] = [root]
+    while pending:
+        found: list[ET.Element] = []
+        for block in chain(pending.pop()):
+            if is_disabled(block):
+                continue
+            if block.get("type") == CALL_TYPE:
+                name = proccode(block)
+                if name:
+                    yield name
+            for slot in block:
+                kind = _local(slot.tag)
+                inner = _first(slot, "block") if kind == "statement" else (
+                    _value_parts(slot)[0] if kind == "value" else None)
+                if inner is not None:
+                    found.append(inner)
+        pending.extend(reversed(found))
 
 
 def _definitions(roots: list[ET.Element]) -> dict[str, int]:
@@ -202,6 +212,10 @@ def _emit_block(block: ET.Element, depth: int, lines: _Lines) -> None:
 
 
 def _emit_chain(block: ET.Element, depth: int, lines: _Lines) -> None:
+    if depth > MAX_DEPTH:  # the chain's element holds everything below it
+        hidden = sum(1 for node in block.iter() if _local(node.tag) == "block")
+        lines.add(depth, f"... ({hidden} more nested block{'s' if hidden != 1 else ''} not shown)")
+        return
     for member in chain(block):
         _emit_block(member, depth, lines)
 
@@ -218,8 +232,8 @@ def top_level_blocks(xml: str | None) -> list[ET.Element] | None:
     if not xml or not xml.strip():
         return None
     try:
-        root = ET.fromstring(xml)
-    except ET.ParseError:
+        root = parse_xml(xml)
+    except (ET.ParseError, XmlRefused, UnicodeEncodeError):
         return None
     if _local(root.tag) == "block":
         return [root]

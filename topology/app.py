@@ -116,9 +116,8 @@ def build_pipeline(settings: Settings, *, agents: bool = True) -> Pipeline:
     pipeline = Pipeline(
         settings=settings, app=app, topics=declared, tables=tables, metrics=metrics,
         config=EngineConfig.from_settings(settings),
-        scorer=TreeEditScorer(max_blocks=settings.tree_edit_max_blocks,
-                              cache_size=settings.tree_edit_cache_size,
-                              on_not_comparable=lambda _exc: metrics.not_comparable.inc()),
+        scorer=TreeEditScorer.from_settings(
+            settings, on_not_comparable=lambda _exc: metrics.not_comparable.inc()),
     )
     if agents:
         from streams.agents import register_all

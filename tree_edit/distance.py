@@ -44,6 +44,16 @@ else:
     BACKEND = "c"
 
 
+#: Measured CPU cost of one table cell per kernel (docs/performance.md), used to
+#: turn a CPU budget into a work limit that is decided before computing.
+NS_PER_CELL: dict[str, float] = {"c": 3.0, "python": 350.0}
+
+
+def cells_within(budget_ms: float, backend: str | None = None) -> int:
+    """The most table cells the kernel fills within ``budget_ms`` of CPU."""
+    return max(1, int(budget_ms * 1e6 / NS_PER_CELL[backend or BACKEND]))
+
+
 def distance(a: Tree, b: Tree) -> int:
     """Exact edit distance between two programs (no size limit; see the calculator).
 

@@ -17,7 +17,9 @@ Rules (the fixtures' normative edit-distance section):
 * ids, positions, mutations, comments and other attributes are ignored.
 
 Empty or blank input is the empty program; anything that is not well-formed
-XML raises :class:`~tree_edit.errors.WorkspaceError` (reason ``xml_error``).
+XML, or that declares a document type or entities (never expanded, see
+:mod:`tree_edit.xmlsafe`), raises :class:`~tree_edit.errors.WorkspaceError`
+(reason ``xml_error``).
 Parsing never recurses, so deeply nested programs are safe.
 """
 
@@ -27,6 +29,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 
 from tree_edit.errors import UnusableReason, WorkspaceError
+from tree_edit.xmlsafe import XmlRefused, parse_xml
 from tree_edit.tree import ROOT_KEY, ROOT_LABEL, Node, NodeKind, Tree, empty_tree
 
 _INPUT_ORDER = {"value": 0, "statement": 1, "next": 2}
@@ -46,8 +49,8 @@ def parse_workspace(xml: str) -> Tree:
     if not xml.strip():
         return empty_tree()
     try:
-        document = ET.fromstring(xml)
-    except ET.ParseError as exc:
+        document = parse_xml(xml)
+    except (XmlRefused, ET.ParseError) as exc:
         raise WorkspaceError(UnusableReason.XML_ERROR, str(exc)) from None
     except UnicodeEncodeError as exc:  # lone surrogates, e.g. from a JSON "\ud800"
         raise WorkspaceError(UnusableReason.XML_ERROR, f"invalid character: {exc}") from None

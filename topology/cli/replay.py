@@ -89,7 +89,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
                                 input_sha256=hashlib.sha256(data).hexdigest(),
                                 input_report=result.input_report(len(lines)),
                                 config=EngineConfig.from_settings(settings),
-                                scorer=TreeEditScorer(max_blocks=settings.tree_edit_max_blocks))
+                                scorer=TreeEditScorer.from_settings(settings))
         (args.out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
     _print_summary(result, files, args.out)
     return 0

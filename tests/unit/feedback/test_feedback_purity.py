@@ -15,7 +15,7 @@ FORBIDDEN = frozenset(
     {"faust", "mode", "aiokafka", "kafka", "confluent_kafka", "aiohttp", "asyncpg", "psycopg",
      "psycopg2", "ollama", "openai", "httpx", "requests", "urllib3", "rocksdict", "delivery"}
 )
-ALLOWED_PROJECT = frozenset({"feedback", "topology", "streams"})
+ALLOWED_PROJECT = frozenset({"feedback", "topology", "streams", "tree_edit"})  # tree_edit is pure too
 #: Adapter modules that may talk to a model server (not part of the pure core).
 ADAPTERS = ("llm", "service.py", "generate.py")
 

@@ -274,3 +274,18 @@ def test_program_block_types_live_first_without_shadows() -> None:
         "pg_events_when_started", "pg_drivetrain_drive_for", "pg_drivetrain_turn_for",
     ]
     assert program_block_types("<bad") == []
+
+
+def test_deep_nesting_renders_in_bounded_depth_without_recursion_errors() -> None:
+    from feedback.render import MAX_DEPTH
+    from tests.hostile.lines import deep_program
+
+    xml = deep_program(5000)
+    text = render_program(xml)
+    assert text is not None
+    lines = text.splitlines()
+    assert any("not shown" in line for line in lines)
+    assert max(len(line) - len(line.lstrip()) for line in lines) <= MAX_DEPTH + 1
+    shown = sum(1 for line in lines if line.strip().startswith(("control_forever", "events_when", "drivetrain")))
+    assert f"({5002 - shown} more nested blocks not shown)" in text  # every block counted once
+    assert program_block_types(xml) == ["pg_events_when_started", "pg_control_forever", "pg_drivetrain_drive"]
