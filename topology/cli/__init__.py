@@ -50,6 +50,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: Commands that read students' telemetry (and so their XML) in this process or its children.
+READS_TELEMETRY = frozenset({"worker", "gateway", "demo", "replay"})
+
+
+def startup_warnings(command: str | None) -> list[str]:
+    """Warnings about this machine for a command that reads untrusted input."""
+    if command not in READS_TELEMETRY:
+        return []
+    from tree_edit.xmlsafe import expat_warning
+
+    found = expat_warning()
+    return [found] if found else []
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``vexnudge`` console script."""
     parser = build_parser()
@@ -63,6 +77,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # pydantic ValidationError: bad environment
         print(f"vexnudge: invalid configuration: {exc}", file=sys.stderr)
         return 2
+    for warning in startup_warnings(args.command):
+        print(f"vexnudge: warning: {warning}", file=sys.stderr)
     try:
         return int(handler(args, settings) or 0)
     except KeyboardInterrupt:

@@ -43,3 +43,11 @@ def test_old_libexpat_is_warned_about(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "2.5.0" in (expat_warning() or "")
     monkeypatch.setattr(pyexpat, "version_info", xmlsafe.SAFE_EXPAT)
     assert expat_warning() is None
+
+
+def test_commands_that_read_telemetry_check_libexpat_at_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    from topology.cli import startup_warnings
+
+    monkeypatch.setattr(pyexpat, "version_info", (2, 5, 0))
+    assert startup_warnings("worker") and startup_warnings("gateway")
+    assert startup_warnings("settings_cmd") == [] and startup_warnings(None) == []
