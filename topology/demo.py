@@ -31,6 +31,7 @@ from streams.config import EngineConfig
 from streams.local import analyze_lines, read_lines
 from streams.scoring import TreeEditScorer
 from topology import topics as T
+from topology.childproc import ChildProcess, free_port, stop_all, stop_like_ctrl_c
 from topology.kafka_admin import ensure_topics, wait_consumed
 from topology.producer import produce_lines
 from topology.replay import delete_topics, horizon_of, send_final_ticks
@@ -139,25 +140,38 @@ class Demo:
             self.say(f"demo: no Ollama server answers at {s.ollama_host}; nudges come from the "
                      "deterministic template responder (stored with model 'template'). "
                      "Start Ollama and set OLLAMA_HOST/OLLAMA_MODEL for model-written nudges.")
-        token_secret, admin = secrets.token_hex(32), secrets.token_urlsafe(24)
+        token_secret, admin = secrets.token_hex(32), secrets.token_urlsafe(32)
         env = {"DATABASE_URL": s.database_url.get_secret_value(), "TRIGGER_DAEMON_ENABLED": "true"}
-        worker = WorkerProcess(s.app_id, s.topic_prefix, clock="replay", env=env,
-                               log_path=s.stack_dir / "logs" / f"{name}-worker.log").start()
+        worker = WorkerProcess(s.app_id, s.topic_prefix, clock="replay", env=env, web_port=free_port(),
+                               log_path=s.stack_dir / "logs" / f"{name}-worker.log",
+                               grace_s=s.shutdown_grace_s)
         gateway = GatewayProcess(s, token_secret, admin, port=self.port,
                                  log_path=s.stack_dir / "logs" / f"{name}-gateway.log")
+        children: list[ChildProcess] = [worker, gateway]
         try:
-            gateway.start().wait_healthy()
+            await self._start(worker, gateway)
             self._print_urls(s, gateway.base_url, token_secret, admin, lines)
-            await self._replay(s, lines, worker)
+            await self._replay(s, lines, children)
             if self.keep_running:
                 self.say("demo: the pipeline and the pages stay up; press Ctrl-C to stop.")
-                while worker.alive and gateway.alive:
+                while True:
                     await asyncio.sleep(1)
+                    check_alive(children)
         finally:
-            gateway.stop()
-            worker.stop()
+            self.say(f"demo: stopping the worker and the gateway (SHUTDOWN_GRACE_S={s.shutdown_grace_s:g})")
+            stop_all(children)
             await delete_topics(s)
         return 0
+
+    @staticmethod
+    async def _start(worker: WorkerProcess, gateway: GatewayProcess) -> None:
+        """Start both, then wait until each answers its own health check: a
+        child that fails to start (the gateway's port taken) fails the demo
+        with its own error, before any URL is printed."""
+        worker.start()
+        gateway.start()
+        await worker.listening(worker.web_port, timeout_s=120)
+        await gateway.listening(gateway.port, timeout_s=120)
 
     def _print_urls(self, s: Settings, base: str, secret: str, admin: str, lines: list[bytes]) -> None:
         self.say(f"demo: teacher board  {base}/board?admin_token={quote(admin, safe='')}")
@@ -169,15 +183,14 @@ class Demo:
         self.say(f"demo: tap a topic (while the demo runs): TOPIC_PREFIX={s.topic_prefix} "
                  "vexnudge tail vex.triggers --from-beginning")
 
-    async def _replay(self, s: Settings, lines: list[bytes], worker: WorkerProcess) -> None:
+    async def _replay(self, s: Settings, lines: list[bytes], children: list[ChildProcess]) -> None:
         tally, stop = Tally(), asyncio.Event()
         counter = asyncio.ensure_future(tally_topics(s, tally, stop))
         pace = f"{self.speed:g}x the recorded pace" if self.speed else "as fast as possible"
         self.say(f"demo: replaying {SAMPLE.name} ({len(lines)} events, 55 minutes of class) at {pace}")
         producing = asyncio.ensure_future(produce_lines(s, lines, speed=self.speed))
         while not producing.done():
-            if not worker.alive:
-                raise RuntimeError(f"the worker stopped:\n{worker.log_tail()}")
+            check_alive(children)
             self.say(f"demo: {tally.line(len(lines))}")
             await asyncio.wait([producing], timeout=3)
         await producing
@@ -194,8 +207,21 @@ class Demo:
         self.say(f"demo: done — {tally.line(len(lines))}")
 
 
+def check_alive(children: list[ChildProcess]) -> None:
+    """:raises ChildFailed: one of the children has stopped (with its last words)."""
+    for child in children:
+        if not child.alive:
+            raise child.failed("stopped")
+
+
 def run_demo(settings: Settings, *, speed: float | None, students: int, port: int,
              keep_running: bool) -> int:
-    """Entry point of ``vexnudge demo``."""
+    """Entry point of ``vexnudge demo``: SIGTERM and SIGHUP stop it as Ctrl-C does
+    (children stopped, topics deleted).
+
+    :raises KeyboardInterrupt: stopped by Ctrl-C, SIGTERM or SIGHUP.
+    :raises ChildFailed: the worker or the gateway did not start, or stopped.
+    """
+    stop_like_ctrl_c()
     return asyncio.run(Demo(settings, speed, students, port, keep_running).run())
 

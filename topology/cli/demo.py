@@ -27,6 +27,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
+    """Ctrl-C, SIGTERM and SIGHUP stop the demo and its children (exit 0); a
+    child that fails to start or stops fails it with the child's own words (exit 1)."""
+    from topology.childproc import ChildFailed
     from topology.demo import run_demo
 
     try:
@@ -35,6 +38,9 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     except KeyboardInterrupt:
         print("\ndemo: stopped", file=sys.stderr)
         return 0
+    except ChildFailed as exc:
+        print(f"demo: failed: {exc}", file=sys.stderr)
+        return 1
     except Exception as exc:  # noqa: BLE001 - one clear message
         print(f"demo: failed: {exc}\nIs the local stack up? `vexnudge stack status`", file=sys.stderr)
         return 1
