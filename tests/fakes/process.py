@@ -7,6 +7,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from topology.childproc import die_with_parent, stop_like_ctrl_c
 from topology.settings import PROJECT_ROOT
 
 _READY = "fake-ollama listening on "
@@ -22,7 +23,8 @@ def fake_ollama_subprocess(
     reply: str | None = None,
     start_timeout_s: float = 20.0,
 ) -> Iterator[str]:
-    """Start ``python -m tests.fakes.ollama_server``; yield its base URL; stop it.
+    """Start ``python -m tests.fakes.ollama_server``; yield its base URL; stop it
+    (also when the tests are stopped by SIGTERM, or killed: see topology.childproc).
 
     :raises RuntimeError: when the server does not report its address in time.
     """
@@ -41,7 +43,9 @@ def fake_ollama_subprocess(
     ]
     if reply is not None:
         cmd += ["--reply", reply]
-    proc = subprocess.Popen(cmd, cwd=PROJECT_ROOT, stdout=subprocess.PIPE, text=True)
+    stop_like_ctrl_c()  # a SIGTERM to the tests runs the finally below, as Ctrl-C does
+    proc = subprocess.Popen(cmd, cwd=PROJECT_ROOT, stdout=subprocess.PIPE, text=True,
+                            preexec_fn=die_with_parent())  # noqa: PLW1509 - gone with the tests
     try:
         url = _wait_ready(proc, start_timeout_s)
         yield url
