@@ -149,6 +149,40 @@ async def one_variant(base: object, lines: list[bytes], variant: str) -> dict[st
         await drop_db(base, settings)
 
 
+def checks_cost(lines: list[bytes], repeats: int) -> None:
+    """The CPU cost per line of the hostile-line screen and the bounded side fields
+    (``streams.screen``), as a same-run A/B of ``decode_line`` with them and with
+    them replaced by no-ops, the two alternating ``repeats`` times (median)."""
+    import streams.ingest as ingest
+
+    screen, build = ingest._screen, ingest._build_event
+    passthrough = {"label_text": ingest.label_text, "short_text": ingest.short_text,
+                   "clipped_text": ingest.clipped_text}
+
+    def timed() -> float:
+        started = time.process_time()
+        for line in lines:
+            ingest.decode_line(line)
+        return (time.process_time() - started) / len(lines)
+
+    def unchecked(on: bool) -> None:
+        ingest._screen = (lambda *_a: None) if on else screen  # type: ignore[assignment]
+        for name, real in passthrough.items():
+            setattr(ingest, name, (lambda v: v if isinstance(v, str) else None) if on else real)
+        ingest._build_event = build
+
+    with_checks, without = [], []
+    for _ in range(repeats):
+        unchecked(True)
+        without.append(timed())
+        unchecked(False)
+        with_checks.append(timed())
+    a, b = median(with_checks), median(without)
+    print(f"decode_line with the hostile-line checks: {a * 1e6:.2f} µs CPU per line, without: {b * 1e6:.2f} "
+          f"(the checks: {(a - b) * 1e6:+.2f} µs per line, {a / b - 1:+.1%}; median of {repeats} alternating runs "
+          f"over {len(lines):,} lines)", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--copies", type=int, default=20, help="sample classroom copies (default 20)")
@@ -156,12 +190,17 @@ def main() -> None:
     parser.add_argument("--variants", default="all,ingest",
                         help="all (the real worker), ingest (ingest agent only); +key=value, +fwN: experiments")
     parser.add_argument("--quick", action="store_true", help="4 copies, one repeat")
+    parser.add_argument("--checks-only", action="store_true",
+                        help="only the cost of the hostile-line checks per line (no broker needed)")
     args = parser.parse_args()
     if args.quick:
         args.copies, args.repeats = 4, 1
+    lines = classroom_lines(args.copies)
+    checks_cost(lines, max(args.repeats, 5))
+    if args.checks_only:
+        return
     variants = [v for v in args.variants.split(",") if v]
     base = stack_settings()
-    lines = classroom_lines(args.copies)
     print(f"# ingest benchmark: {len(lines):,} events ({args.copies} x the sample classroom, "
           f"{sum(map(len, lines)) / len(lines):,.0f} bytes per line), {args.repeats} repeats; {machine()}",
           flush=True)
