@@ -197,8 +197,8 @@ def test_a_taken_port_fails_the_demo_with_the_gateways_reason_and_no_url(stack, 
 
     assert code == 1, f"stdout:\n{out}\nstderr:\n{err}"
     assert "the gateway exited before it was ready (exit code 1)" in err
-    assert f"cannot serve on 127.0.0.1:{taken_port}" in err  # the gateway's own line
-    assert "address already in use" in err
+    assert f"vexnudge gateway: port {taken_port} on 127.0.0.1 is already taken by another process" in err
+    assert "address already in use" in err  # the gateway's own line
     assert f":{taken_port}/" not in out and "teacher board" not in out, \
         "a page URL was printed for a port the demo does not serve"
     print(err)

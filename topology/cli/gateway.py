@@ -8,6 +8,7 @@ so any number of gateway processes can run side by side.
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
 import sys
 
@@ -51,6 +52,11 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         print(kafka_unreachable("gateway", settings, exc), file=sys.stderr)
         return 1
     except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            print(f"vexnudge gateway: port {settings.gateway_port} on {settings.gateway_host} is already "
+                  f"taken by another process: {exc}\nStop that process or choose another GATEWAY_PORT "
+                  "(`--port`).", file=sys.stderr)
+            return 1
         print(f"vexnudge gateway: cannot serve on {settings.gateway_host}:{settings.gateway_port} "
               f"or reach PostgreSQL: {exc}\n"
               "Check GATEWAY_PORT and DATABASE_URL (or start the local stack with `vexnudge stack up`).",
