@@ -5,11 +5,17 @@ Routes (see docs/gateway.md):
 - ``GET  /v1/students/{student}/stream``   SSE, student token
 - ``POST /v1/students/{student}/messages`` a question, student token
 - ``POST /admin/tick``                     one evaluation pass, admin token
-- ``GET  /admin/board/stream``             SSE for the teacher board, admin token
+- ``POST /admin/board/token``              a short-lived board token, admin token
+- ``GET  /admin/board/stream``             SSE for the teacher board, board token (or admin token)
 - ``GET  /student``, ``GET /board``        the pages; ``/static/*`` their assets
 - ``GET  /healthz``, ``GET /metrics``
 
-:func:`build_app` refuses settings without ``TOKEN_SECRET`` or ``ADMIN_TOKEN``.
+:func:`build_app` refuses settings without ``TOKEN_SECRET`` or ``ADMIN_TOKEN``,
+or with one shorter than 32 bytes.  A connection must send its request head
+within ``GATEWAY_REQUEST_TIMEOUT_S`` of opening (or of its previous
+response): aiohttp's keep-alive timer, which since aiohttp 3.14.5 also runs
+before the first request, closes it otherwise (a half-sent head is never
+held open).
 """
 
 from __future__ import annotations
@@ -20,8 +26,9 @@ from pathlib import Path
 
 from aiohttp import web
 
-from delivery.gateway import admin, board, state, store, student
+from delivery.gateway import admin, board, questions, state, store, student, tokens
 from delivery.gateway.auth import Authenticator
+from delivery.gateway.caps import QuestionLimiter, StreamSlots
 from delivery.gateway.metrics import GatewayMetrics
 from delivery.gateway.payloads import Outgoing
 from delivery.gateway.pubsub import Hub
@@ -44,15 +51,17 @@ class ConfigurationError(ValueError):
 
 
 def secrets_of(settings: Settings) -> tuple[bytes, str]:
-    """The token secret and the admin token, or a clear refusal."""
-    missing = [name for name, value in (("TOKEN_SECRET", settings.token_secret),
-                                        ("ADMIN_TOKEN", settings.admin_token))
-               if value is None or not value.get_secret_value().strip()]
-    if missing:
+    """The token secret and the admin token, or a clear refusal (missing or short)."""
+    problems = [tokens.weak_secret(name, value.get_secret_value() if value is not None else None)
+                for name, value in (("TOKEN_SECRET", settings.token_secret),
+                                    ("ADMIN_TOKEN", settings.admin_token))]
+    found = [p for p in problems if p is not None]
+    if found:
         raise ConfigurationError(
-            f"the gateway needs {' and '.join(missing)}: set {'them' if len(missing) > 1 else 'it'} "
-            "to long random values (e.g. `openssl rand -hex 32`); students' links are signed "
-            "with TOKEN_SECRET and the admin routes need ADMIN_TOKEN")
+            f"{'; '.join(found)}. Each must be at least {tokens.MIN_SECRET_BYTES} random bytes "
+            "(a short TOKEN_SECRET is guessed from a single student link; students' links are "
+            "signed with it and the admin routes need ADMIN_TOKEN). "
+            f"Make one with: {tokens.MAKE_SECRET}")
     assert settings.token_secret is not None and settings.admin_token is not None
     return settings.token_secret.get_secret_value().encode(), settings.admin_token.get_secret_value()
 
@@ -61,19 +70,26 @@ def build_app(settings: Settings, *, with_clients: bool = True) -> web.Applicati
     """The gateway app.  ``with_clients=False`` skips Kafka and Postgres (unit tests)."""
     secret, admin_token = secrets_of(settings)
     metrics = GatewayMetrics()
-    gw = state.Gateway(settings=settings, metrics=metrics,
-                       auth=Authenticator(secret, admin_token, metrics),
+    auth = Authenticator(secret, admin_token, metrics, max_ttl_s=settings.token_max_ttl_s,
+                         board_ttl_s=settings.board_token_ttl_s)
+    gw = state.Gateway(settings=settings, metrics=metrics, auth=auth,
                        hub=Hub[Outgoing](settings.sse_client_queue,
-                                         on_drop=lambda sub: metrics.dropped.labels(sub.kind).inc()))
-    app = web.Application(client_max_size=64 * 1024)
+                                         on_drop=lambda sub: metrics.dropped.labels(sub.kind).inc()),
+                       slots=StreamSlots(settings.sse_max_streams_per_token, settings.sse_max_streams,
+                                         on_evict=lambda slot: metrics.limited.labels("stream_evicted").inc()),
+                       questions=QuestionLimiter(settings.question_rate_limit))
+    app = web.Application(client_max_size=64 * 1024,
+                          handler_args={"keepalive_timeout": settings.gateway_request_timeout_s})
     app[state.GATEWAY] = gw
     app[state.STREAMS] = set()
     if with_clients:
         app.cleanup_ctx.append(state.clients_ctx)
+        app.cleanup_ctx.append(questions.sweep_ctx)
     app.on_shutdown.append(state.on_shutdown)
     app.router.add_get("/v1/students/{student}/stream", student.stream)
-    app.router.add_post("/v1/students/{student}/messages", student.post_message)
+    app.router.add_post("/v1/students/{student}/messages", questions.post_message)
     app.router.add_post("/admin/tick", admin.tick)
+    app.router.add_post("/admin/board/token", board.board_token)
     app.router.add_get("/admin/board/stream", board.board_stream)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/metrics", metrics_view)

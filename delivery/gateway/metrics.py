@@ -35,6 +35,16 @@ class GatewayMetrics:
             "vexnudge_gateway_bad_records_total", "Records that did not decode", ["topic"], registry=r)
         self.questions = Counter(
             "vexnudge_gateway_questions_total", "Student questions accepted", ["result"], registry=r)
+        self.limited = Counter(
+            "vexnudge_gateway_limited_total",
+            "Requests refused or streams closed by a limit (streams_total, stream_evicted, "
+            "question_rate, question_pending, request_timeout)", ["limit"], registry=r)
+        self.history_deferred = Counter(
+            "vexnudge_gateway_history_deferred_total",
+            "Streams that went live before their history could be read", registry=r)
+        self.republished = Counter(
+            "vexnudge_gateway_questions_republished_total",
+            "Stored questions published again by the sweep", ["result"], registry=r)
 
     def render(self) -> bytes:
         """The Prometheus text exposition."""

@@ -30,6 +30,8 @@ from topology.schemas.feedback import FeedbackMessage, NudgeOutcome
 ASSISTANT_MESSAGE = "assistant_message"
 STUDENT_MESSAGE = "student_message"
 READY = "ready"
+HISTORY = "history"
+EVICTED = "evicted"
 BOARD_SNAPSHOT = "snapshot"
 BOARD_TRIGGER = "trigger"
 BOARD_OUTCOME = "outcome"
@@ -100,8 +102,13 @@ def student_event(m: MessageView) -> str:
     return STUDENT_MESSAGE if m.role == "student" else ASSISTANT_MESSAGE
 
 
-def student_frame(m: MessageView, event_id: int | None = None) -> bytes:
-    """The SSE frame of ``m`` for its student; ``event_id`` defaults to the message id."""
+def student_frame(m: MessageView, event_id: int | None = None, *, held: bool = False) -> bytes:
+    """The SSE frame of ``m`` for its student; ``event_id`` defaults to the message id.
+
+    ``held``: no ``id:`` at all (the stream's history is still owed).
+    """
+    if held:
+        return sse.frame(_json(student_payload(m)), event=student_event(m))
     return sse.frame(_json(student_payload(m)), event=student_event(m),
                      event_id=m.message_id if event_id is None else event_id)
 
@@ -115,9 +122,29 @@ def outgoing_frame(item: Outgoing, event_id: int | None) -> bytes:
     return sse.frame(item.data.decode(), event=item.event or None, event_id=event_id)
 
 
-def ready_frame(replayed: int, cursor: int | None) -> bytes:
-    """Sent once, after the replay: the stream is live from here on."""
-    return sse.frame(_json({"replayed": replayed, "cursor": cursor}), event=READY)
+def ready_frame(replayed: int, cursor: int | None, *, history: bool = True) -> bytes:
+    """Sent once, after the replay: the stream is live from here on.
+
+    ``history=False``: the history could not be read; it follows later in a
+    ``history`` event, and frames carry no ``id:`` until then.
+    """
+    return sse.frame(_json({"replayed": replayed, "cursor": cursor,
+                            "history": "complete" if history else "pending"}), event=READY)
+
+
+def history_frame(replayed: int, cursor: int | None) -> bytes:
+    """The history that could not be read at connect time has now been sent.
+
+    Its ``id:`` is the stream cursor, which is valid again from here on.
+    """
+    return sse.frame(_json({"replayed": replayed, "cursor": cursor}), event=HISTORY, event_id=cursor)
+
+
+def evicted_frame(limit: int) -> bytes:
+    """The last frame of a stream closed because its token opened too many."""
+    return sse.frame(_json({"reason": "too_many_streams", "limit": limit,
+                            "detail": "this conversation was opened in another window"}),
+                     event=EVICTED)
 
 
 # --- teacher board ----------------------------------------------------------------

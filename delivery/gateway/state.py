@@ -3,7 +3,9 @@
 Clients (the Postgres pool, the Kafka producer, the feed consumer) are created
 once in :func:`clients_ctx` (an aiohttp cleanup context) and closed when the
 app stops; open SSE streams live in :data:`STREAMS` and are ended in
-``on_shutdown`` so a stop never waits for browsers to hang up.
+``on_shutdown`` so a stop never waits for browsers to hang up.  A stream is
+admitted by :func:`admit_stream` (the per-token and per-process caps) before
+its response starts.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ import asyncpg
 from aiohttp import web
 from aiokafka import AIOKafkaProducer
 
-from delivery.gateway.auth import Authenticator
+from delivery.gateway.auth import Authenticator, json_error
+from delivery.gateway.caps import QuestionLimiter, Slot, StreamsFull, StreamSlots
 from delivery.gateway.consumer import CONSUMED, FeedConsumer
 from delivery.gateway.metrics import GatewayMetrics
 from delivery.gateway.payloads import Outgoing
@@ -36,6 +39,8 @@ class Gateway:
     metrics: GatewayMetrics
     auth: Authenticator
     hub: Hub[Outgoing]
+    slots: StreamSlots
+    questions: QuestionLimiter
     pool: asyncpg.Pool | None = None
     producer: AIOKafkaProducer | None = None
     consumer: FeedConsumer | None = None
@@ -57,6 +62,25 @@ class Gateway:
 
 GATEWAY: web.AppKey[Gateway] = web.AppKey("gateway", Gateway)
 STREAMS: web.AppKey[set[OpenStream]] = web.AppKey("streams", set[OpenStream])
+
+
+#: Retry-After of a stream refused because the process is full.
+FULL_RETRY_AFTER_S = 10
+
+
+def admit_stream(gw: Gateway, key: str, kind: str) -> Slot:
+    """A slot for a new stream of ``key``; closes the key's oldest at its cap.
+
+    :raises web.HTTPServiceUnavailable: the process holds ``SSE_MAX_STREAMS``.
+    """
+    try:
+        return gw.slots.take(key)
+    except StreamsFull as exc:
+        gw.metrics.limited.labels("streams_total").inc()
+        log.warning("refusing a %s stream: %s", kind, exc)
+        raise json_error(web.HTTPServiceUnavailable, "too_many_streams",
+                         "this gateway serves as many streams as it may; try again shortly",
+                         {"Retry-After": str(FULL_RETRY_AFTER_S)}) from None
 
 
 def register_stream(app: web.Application, stream: OpenStream) -> None:

@@ -5,6 +5,10 @@ Writes and the message cursor go through the repositories
 read-only views only the gateway needs (history since a time, the board's
 recent triggers with their nudges) are queried here.
 
+The question limits count a student's pending questions here, and the
+re-publish sweep finds pending questions whose student message was never
+published (the gateway stored them, then Kafka refused the publish).
+
 Invariants: replay returns a student's messages with ``id > cursor`` in id
 order, all of them (paged), whatever their role or origin; a question and its
 student-role message are stored in one transaction under ids derived from the
@@ -13,7 +17,7 @@ request id, so a retried POST stores nothing twice.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import uuid
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -66,18 +70,10 @@ def _view_of_record(r: asyncpg.Record) -> MessageView:
         model=r["model"], trigger_id=r["trigger_id"])
 
 
-async def replay(pool: asyncpg.Pool, student_key: str, after_id: int) -> AsyncIterator[MessageView]:
-    """Every message of the student with ``id > after_id``, in id order."""
-    cursor = after_id
-    while True:
-        rows = await repo_messages.messages_after(pool, student_key, cursor, limit=REPLAY_PAGE,
-                                                  roles=ROLES)
-        for row in rows:
-            view = view_of(row)
-            cursor = max(cursor, view.message_id)
-            yield view
-        if len(rows) < REPLAY_PAGE:
-            return
+async def replay_page(pool: asyncpg.Pool, student_key: str, after_id: int) -> list[MessageView]:
+    """The next :data:`REPLAY_PAGE` messages of the student with ``id > after_id``, in id order."""
+    rows = await repo_messages.messages_after(pool, student_key, after_id, limit=REPLAY_PAGE, roles=ROLES)
+    return [view_of(row) for row in rows]
 
 
 async def history_since(pool: asyncpg.Pool, student_key: str, since: datetime,
@@ -151,3 +147,60 @@ async def mark_published(pool: asyncpg.Pool, message_id: int) -> None:
 async def ping(pool: asyncpg.Pool) -> bool:
     """The database answers."""
     return bool(await pool.fetchval("select 1") == 1)
+
+
+# --- question limits and the re-publish sweep -------------------------------------
+
+_PENDING = "select count(*) from chat.requests where student_key = $1 and status = 'pending'"
+
+_UNPUBLISHED_QUESTIONS = """
+select r.request_id::text as request_id, r.student_key, r.session_id, r.question, r.asked_at,
+       m.id as message_id, m.created_at
+from chat.requests r
+join chat.messages m on m.response_id = r.request_id and m.role = 'student'
+where r.status = 'pending' and m.published_at is null
+  and r.asked_at <= now() - make_interval(secs => $1)
+order by r.asked_at
+limit $2
+"""
+
+
+async def question_stored(pool: asyncpg.Pool, request_id: str) -> bool:
+    """A question with this request id is stored (a retried POST, not a new question)."""
+    return bool(await pool.fetchval(
+        "select exists(select 1 from chat.requests where request_id = $1)", uuid.UUID(request_id)))
+
+
+async def pending_count(pool: asyncpg.Pool, student_key: str) -> int:
+    """The student's questions still waiting for an answer."""
+    return int(await pool.fetchval(_PENDING, student_key))
+
+
+async def is_published(pool: asyncpg.Pool, message_id: int) -> bool:
+    """The message was handed to ``vex.feedback``."""
+    return bool(await pool.fetchval(
+        "select published_at is not null from chat.messages where id = $1", message_id))
+
+
+@dataclass(frozen=True, slots=True)
+class UnpublishedQuestion:
+    """A pending question whose student message was never published."""
+
+    request_id: str
+    student_key: str
+    session_id: str | None
+    text: str
+    asked_ts: float
+    message_id: int
+    created_ts: float
+
+
+async def unpublished_questions(pool: asyncpg.Pool, *, older_than_s: float,
+                                limit: int = 100) -> list[UnpublishedQuestion]:
+    """Pending questions asked more than ``older_than_s`` ago and never published, oldest first."""
+    rows = await pool.fetch(_UNPUBLISHED_QUESTIONS, float(older_than_s), limit)
+    return [UnpublishedQuestion(request_id=r["request_id"], student_key=r["student_key"],
+                                session_id=r["session_id"], text=r["question"],
+                                asked_ts=r["asked_at"].timestamp(), message_id=r["message_id"],
+                                created_ts=r["created_at"].timestamp())
+            for r in rows]

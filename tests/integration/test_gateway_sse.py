@@ -43,8 +43,8 @@ from topology.settings import Settings
 
 pytestmark = pytest.mark.integration
 
-SECRET = "test-token-secret-0123456789"
-ADMIN = "test-admin-token-0123456789"
+SECRET = "test-token-secret-0123456789abcdef-0123456789"
+ADMIN = "test-admin-token-0123456789abcdef-0123456789"
 WAIT_S = 15.0
 
 
@@ -100,12 +100,19 @@ def student() -> str:
 
 
 @asynccontextmanager
-async def running_gateway(stack: Settings, prefix: str, **overrides: Any) -> AsyncIterator[Kit]:
-    """A gateway on the test's own topics, plus a pool, a producer and an HTTP session."""
+async def running_gateway(stack: Settings, prefix: str, *, gateway_database_url: str | None = None,
+                          **overrides: Any) -> AsyncIterator[Kit]:
+    """A gateway on the test's own topics, plus a pool, a producer and an HTTP session.
+
+    ``gateway_database_url``: the gateway alone reaches PostgreSQL there (e.g.
+    through a proxy the test can cut); the kit's own pool stays direct.
+    """
     settings = stack.model_copy(update={
         "topic_prefix": prefix, "token_secret": SecretStr(SECRET),
         "admin_token": SecretStr(ADMIN), "sse_heartbeat_s": 0.4, "sse_retry_ms": 1500, **overrides})
-    server = TestServer(build_app(settings), host="127.0.0.1")
+    served = settings if gateway_database_url is None else settings.model_copy(
+        update={"database_url": SecretStr(gateway_database_url)})
+    server = TestServer(build_app(served), host="127.0.0.1")
     await server.start_server()
     pool = await create_pool(settings)
     producer = AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap_servers, acks="all",
@@ -247,7 +254,7 @@ async def test_resume_replays_exactly_the_missed_messages_in_order(kit: Kit) -> 
     replayed = [int(e.id) for e in again.received if e.event.endswith("_message") and e.id]
     assert replayed == missed
     ready = next(e for e in again.received if e.event == "ready").json()
-    assert ready == {"replayed": len(missed), "cursor": missed[-1]}
+    assert ready == {"replayed": len(missed), "cursor": missed[-1], "history": "complete"}
 
     later = await kit.store(who, "after the reconnect")
     [live] = await again.messages(1)
@@ -390,7 +397,7 @@ async def test_student_token_refusals(kit: Kit) -> None:
     cases = {
         "token_missing": (401, None),
         "token_malformed": (401, "not-a-token"),
-        "token_bad_signature": (401, kit.token(who, secret="another-secret")),
+        "token_bad_signature": (401, kit.token(who, secret="another-secret-0123456789abcdef-0123")),
         "token_expired": (401, kit.token(who, ttl_s=60, now=time.time() - 120)),
         "token_other_student": (403, kit.token(other)),
     }
@@ -465,7 +472,9 @@ async def test_admin_tick_detects_and_pushes_once(
 def test_gateway_refuses_to_start_without_secrets(stack: Settings) -> None:
     for update in ({"token_secret": None, "admin_token": SecretStr(ADMIN)},
                    {"token_secret": SecretStr(SECRET), "admin_token": None},
-                   {"token_secret": SecretStr(" "), "admin_token": None}):
+                   {"token_secret": SecretStr(" "), "admin_token": None},
+                   {"token_secret": SecretStr("x" * 31), "admin_token": SecretStr(ADMIN)},
+                   {"token_secret": SecretStr(SECRET), "admin_token": SecretStr("short-admin")}):
         settings = stack.model_copy(update=update)
         with pytest.raises(ConfigurationError, match=r"TOKEN_SECRET|ADMIN_TOKEN"):
             build_app(settings)
@@ -564,7 +573,8 @@ async def test_board_snapshot_and_live_triggers(kit: Kit) -> None:
     early, _ = await _store_trigger(kit, who, str(uuid.uuid4()), reason="cooldown")
     sent, message_id = await _store_trigger(kit, who, str(uuid.uuid4()),
                                             message="Have you tried changing the turn angle?")
-    response = await kit.http.get(f"{kit.base}/admin/board/stream", params={"admin_token": ADMIN})
+    response = await kit.http.get(f"{kit.base}/admin/board/stream",
+                                  headers={"Authorization": f"Bearer {ADMIN}"})
     assert response.status == 200
     board = Stream(response)
     snapshot = (await board.until(lambda e: e.event == "snapshot")).json()["triggers"]

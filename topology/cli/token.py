@@ -1,8 +1,9 @@
 """``vexnudge token``: print a signed, expiring student token (or the page URL).
 
-Needs ``TOKEN_SECRET`` (the same value the gateway runs with).  The token
-grants one student's stream and chat until it expires; hand it to that
-student only (e.g. as the ``--url`` link).
+Needs ``TOKEN_SECRET`` (the same value the gateway runs with, at least 32
+bytes).  The token grants one student's stream and chat until it expires
+(at most ``TOKEN_MAX_TTL_S``); hand it to that student only (e.g. as the
+``--url`` link).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     )
     parser.add_argument("student", metavar="STUDENT", help="the student's id")
     parser.add_argument("--ttl", default="12h",
-                        help="lifetime: seconds or 90s, 30m, 12h, 7d (default 12h)")
+                        help="lifetime: seconds or 90s, 30m, 12h, 7d (default 12h; at most TOKEN_MAX_TTL_S)")
     parser.add_argument("--url", action="store_true",
                         help="print the student page URL with the token instead of the bare token")
     parser.set_defaults(handler=run)
@@ -44,14 +45,16 @@ def page_base(settings: Settings) -> str:
 def run(args: argparse.Namespace, settings: Settings) -> int:
     from delivery.gateway import tokens
 
-    if settings.token_secret is None or not settings.token_secret.get_secret_value():
-        print("vexnudge token: TOKEN_SECRET is not set; set it to the gateway's secret "
-              "(e.g. `export TOKEN_SECRET=$(openssl rand -hex 32)`)", file=sys.stderr)
+    secret = settings.token_secret.get_secret_value() if settings.token_secret is not None else None
+    problem = tokens.weak_secret("TOKEN_SECRET", secret)
+    if problem is not None or secret is None:
+        print(f"vexnudge token: {problem}; set it to the gateway's secret (make one with "
+              f"{tokens.MAKE_SECRET})", file=sys.stderr)
         return 2
     try:
         ttl = tokens.parse_ttl(args.ttl)
-        token = tokens.issue(settings.token_secret.get_secret_value().encode(), args.student,
-                             ttl_s=ttl, now=time.time())
+        token = tokens.issue(secret.encode(), args.student, ttl_s=ttl, now=time.time(),
+                             max_ttl_s=settings.token_max_ttl_s)
     except ValueError as exc:
         print(f"vexnudge token: {exc}", file=sys.stderr)
         return 2

@@ -11,7 +11,7 @@ from delivery.gateway.client import SseParser
 from delivery.gateway.pubsub import Hub
 from delivery.gateway.student import Delivered
 
-SECRET = b"unit-secret"
+SECRET = b"unit-secret-0123456789abcdef-0123456789"
 NOW = 1_800_000_000.0
 
 
