@@ -7,7 +7,8 @@ so an idle student's inactive alert is included), and hands each
 resulting feedback request to the feedback service, which is idempotent by
 trigger id.  It answers what it detected and what it pushed; ``pushed``
 holds only messages this call created, so a nudge the pipeline already sent
-is neither generated nor listed again.
+is neither generated nor listed again.  While the database (or the broker)
+cannot be reached it answers 503 with a JSON error, never a 500.
 
 The feedback service (with its model client) is built on the first tick and
 closed with the app.
@@ -20,8 +21,10 @@ import logging
 import time
 from typing import Any
 
+import asyncpg
 import orjson
 from aiohttp import web
+from aiokafka.errors import KafkaError
 
 from delivery.gateway.auth import json_error
 from delivery.gateway.payloads import iso
@@ -34,6 +37,8 @@ from topology.schemas.feedback import FeedbackMessage, NudgeOutcome
 log = logging.getLogger(__name__)
 
 _SERVICE = "feedback_service"
+#: Failures that mean a dependency is unreachable (answered 503), not a bug (500).
+_UNAVAILABLE = (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError, KafkaError)
 _LOCK = "feedback_service_lock"
 
 
@@ -45,14 +50,21 @@ async def tick(request: web.Request) -> web.Response:
     from streams.local import evaluate_session
 
     key = canonical_key(student_id)
-    events = await repo_events.session_events(gw.need_pool(), key, session_id)
-    evaluation = evaluate_session(events, gw.settings, now=time.time())
-    service = await _service(gw)
-    pushed: list[dict[str, Any]] = []
-    for feedback_request in evaluation.requests:
-        result = await service.handle(feedback_request)
-        if result.generated and result.message is not None:
-            pushed.append(_pushed(result.message))
+    try:
+        events = await repo_events.session_events(gw.need_pool(), key, session_id)
+        evaluation = evaluate_session(events, gw.settings, now=time.time())
+        service = await _service(gw)
+        pushed: list[dict[str, Any]] = []
+        for feedback_request in evaluation.requests:
+            result = await service.handle(feedback_request)
+            if result.generated and result.message is not None:
+                pushed.append(_pushed(result.message))
+    except _UNAVAILABLE as exc:  # the database (or broker) is down: say so, never a 500
+        log.warning("admin tick %s/%s: %s: %s", key, session_id, type(exc).__name__, exc)
+        raise json_error(web.HTTPServiceUnavailable, "unavailable",
+                         "the database or the broker cannot be reached right now; "
+                         "try again (a tick is idempotent)",
+                         {"Retry-After": "5"}) from None
     detected = [to_jsonable(trigger) for trigger in evaluation.triggers]
     log.info("admin tick %s/%s: %d events, %d detected, %d pushed",
              key, session_id, len(events), len(detected), len(pushed))
