@@ -39,7 +39,7 @@ from topology.settings import Settings
 pytestmark = [pytest.mark.browser, pytest.mark.e2e, pytest.mark.integration]
 
 SECRET = "e2e-token-secret-0123456789abcdef"
-ADMIN = "e2e-admin-token-0123456789"
+ADMIN = "e2e-admin-token-0123456789abcdef-0123"
 INTERNAL_LABELS = ("wheel_spin", "resilience", "explorer", "iterative", "identical reruns",
                    "REASSURE", "ELABORATE", "ERROR_FLAGGING", "template")
 
@@ -188,7 +188,7 @@ def test_pages_show_live_nudges_questions_resume_and_the_board(
         assert len(ids) == len(set(ids)) == 3 and ids == sorted(ids, key=int)
         screenshot(chrome, "student-resumed")
 
-        chrome.get(f"{gw.base_url}/board?admin_token={ADMIN}")
+        chrome.get(f"{gw.base_url}/board#admin_token={ADMIN}")
         rows = wait_for(lambda: [r for r in board_rows(chrome) if r["student"] == who], 20,
                         "the board rows", chrome, "board")
         assert {r["type"] for r in rows} == {"wheel_spin"}
@@ -253,7 +253,7 @@ def test_wheel_spin_reaches_the_student_page_and_the_board(
                          "e2e-student-connect")
                 student_tab = chrome.current_window_handle
                 chrome.switch_to.new_window("tab")
-                chrome.get(f"{gw.base_url}/board?admin_token={ADMIN}")
+                chrome.get(f"{gw.base_url}/board#admin_token={ADMIN}")
                 wait_for(lambda: page_status(chrome) == "live", 20, "the board stream", chrome, "e2e-board")
 
                 lines = wheel_spin_lines(student_id, f"sess-{uuid.uuid4().hex[:6]}", now=time.time())

@@ -13,7 +13,7 @@
   const main = document.getElementById("board-main");
   let source = null;
   let retryTimer = null;
-  let token = VX.takeSecret("admin_token", "vexnudge.admin_token");
+  let token = VX.takeSecret("admin_token", "vexnudge.admin_token"); /* #admin_token=… */
 
   function merge(trigger_id, patch) {
     if (!trigger_id) return;
@@ -99,23 +99,55 @@
     });
   }
 
-  function connect() {
-    if (source) source.close();
-    source = new EventSource("/admin/board/stream?" + new URLSearchParams({ admin_token: token }));
+  function retry(delayMs) {
+    clearTimeout(retryTimer);
+    retryTimer = setTimeout(connect, delayMs);
+  }
+
+  function refused() {
+    /* The admin token was refused: ask for it again. */
+    sessionStorage.removeItem("vexnudge.admin_token");
+    token = null;
+    VX.setStatus("closed", "offline (wrong token?)");
+    login.hidden = false;
+  }
+
+  /* The admin token travels only in the Authorization header: it buys a
+     short-lived board token, which the EventSource (that cannot set headers)
+     puts in its address.  Every (re)connect buys a fresh one. */
+  async function boardToken() {
+    const response = await fetch("/admin/board/token", {
+      method: "POST", headers: { "Authorization": "Bearer " + token }, cache: "no-store",
+    });
+    if (response.status === 401) return { refused: true };
+    if (!response.ok) return {};
+    const body = await response.json().catch(() => ({}));
+    return { token: body.token };
+  }
+
+  async function connect() {
+    if (source) { source.close(); source = null; }
+    if (!token) return;
+    let minted;
+    try { minted = await boardToken(); } catch (_) { minted = {}; }
+    if (minted.refused) { refused(); return; }
+    if (!minted.token) { VX.setStatus("reconnecting", "reconnecting…"); retry(3000); return; }
+    source = new EventSource("/admin/board/stream?" + new URLSearchParams({ board_token: minted.token }));
     on("snapshot", (data) => { for (const row of data.triggers || []) merge(row.trigger_id, row); });
     on("trigger", (row) => merge(row.trigger_id, row));
     on("outcome", (o) => merge(o.trigger_id, { status: o.status, reason: o.reason, type: o.type,
                                                student_key: o.student_key, session_id: o.session_id }));
     on("nudge", (m) => merge(m.trigger_id, { message: m, status: "acted", student_key: m.student_key }));
+    source.addEventListener("evicted", () => {
+      source.close();
+      VX.setStatus("closed", "opened in another window");
+    });
     source.onopen = () => VX.setStatus("live", "live");
     source.onerror = () => {
-      if (source.readyState === EventSource.CLOSED) {
-        VX.setStatus("closed", "offline (wrong token?)");
-        clearTimeout(retryTimer);
-        retryTimer = setTimeout(connect, 10000);
-      } else {
-        VX.setStatus("reconnecting", "reconnecting…");
-      }
+      /* The board token in the address may have expired: reconnect with a new one. */
+      if (source) source.close();
+      VX.setStatus("reconnecting", "reconnecting…");
+      retry(2000);
     };
   }
 

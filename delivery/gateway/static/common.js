@@ -2,16 +2,20 @@
 "use strict";
 
 const VX = (() => {
-  /* Read a secret from the query string once, keep it in this tab's session
+  /* Read a secret from the address once — the fragment (#name=…, never sent
+     to the server) or the query string — keep it in this tab's session
      storage and remove it from the address bar (so it is not bookmarked,
      shared by copy-paste or sent as a referrer). */
   function takeSecret(param, storageKey) {
     const url = new URL(window.location.href);
-    const fromUrl = url.searchParams.get(param);
+    const fragment = new URLSearchParams(url.hash.replace(/^#/, ""));
+    const fromUrl = fragment.get(param) || url.searchParams.get(param);
     if (fromUrl) {
       sessionStorage.setItem(storageKey, fromUrl);
       url.searchParams.delete(param);
-      history.replaceState(null, "", url.pathname + url.search + url.hash);
+      fragment.delete(param);
+      const hash = fragment.toString();
+      history.replaceState(null, "", url.pathname + url.search + (hash ? "#" + hash : ""));
       return fromUrl;
     }
     return sessionStorage.getItem(storageKey);

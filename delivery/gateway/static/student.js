@@ -1,6 +1,10 @@
 /* Student page: live messages over SSE, questions over POST.
    The stream's ids are message ids, so EventSource resumes by itself with
-   Last-Event-ID after a drop; the page dedupes by message_id anyway.
+   Last-Event-ID after a drop; the page dedupes by message_id anyway, and
+   keeps its own cursor from the frames' ids only (a frame without an id,
+   sent while the history is still owed, does not move it).
+   A question keeps its Idempotency-Key until the gateway accepted it, so a
+   retry never stores it twice.
    Students see the conversation only: a proactive message gets a neutral
    "Check-in" badge, never an internal label. */
 "use strict";
@@ -22,6 +26,7 @@
   let lastId = null;
   let source = null;
   let retryTimer = null;
+  let pendingQuestion = null; /* {text, key} until the gateway accepts it */
 
   function showNotice(text) {
     notice.textContent = text;
@@ -71,12 +76,22 @@
     const pending = list.querySelector('li.pending[data-pending-id="' + id + '"]');
     if (pending) pending.remove();
     empty.hidden = true;
-    if (lastId === null || id > lastId) lastId = id;
     li.scrollIntoView({ block: "end", behavior: "smooth" });
+  }
+
+  /* Our own resume cursor follows the frames' ids (EventSource keeps the last one). */
+  function advance(event) {
+    const cursor = Number(event.lastEventId);
+    if (event.lastEventId && !Number.isNaN(cursor) && (lastId === null || cursor > lastId)) lastId = cursor;
   }
 
   function onMessage(event) {
     try { insert(JSON.parse(event.data)); } catch (err) { console.error("bad frame", err); }
+    advance(event);
+  }
+
+  function newKey() {
+    return crypto.randomUUID ? crypto.randomUUID() : String(Date.now()) + "-" + Math.random().toString(36).slice(2);
   }
 
   function connect() {
@@ -87,7 +102,21 @@
     source = new EventSource(base + "/stream?" + params.toString());
     source.addEventListener("assistant_message", onMessage);
     source.addEventListener("student_message", onMessage);
-    source.addEventListener("ready", () => { VX.setStatus("live", "live"); showNotice(""); });
+    source.addEventListener("ready", (event) => {
+      VX.setStatus("live", "live");
+      let data = {};
+      try { data = JSON.parse(event.data); } catch (_) { /* keep the defaults */ }
+      showNotice(data.history === "pending" ? "Earlier messages will appear as soon as they can be loaded." : "");
+    });
+    source.addEventListener("history", (event) => { showNotice(""); advance(event); });
+    source.addEventListener("evicted", () => {
+      /* This conversation was opened in more windows than allowed: this one
+         stops (reconnecting would only close another window's stream). */
+      source.close();
+      clearTimeout(retryTimer);
+      VX.setStatus("closed", "paused");
+      showNotice("This conversation is open in another window. Reload this page to use it here.");
+    });
     source.onopen = () => VX.setStatus("live", "live");
     source.onerror = () => {
       if (source.readyState === EventSource.CLOSED) {
@@ -118,18 +147,24 @@
     if (!text) { askError.textContent = "Type a question first."; return; }
     if (text.length > MAX_CHARS) { askError.textContent = "That is too long."; return; }
     sendButton.disabled = true;
+    /* The same question keeps its key until it is accepted (a retry after a
+       failure or a lost answer is stored once); another text is a new question. */
+    if (!pendingQuestion || pendingQuestion.text !== text) pendingQuestion = { text, key: newKey() };
     try {
       const response = await fetch(base + "/messages", {
         method: "POST",
         headers: { "Content-Type": "application/json", "Authorization": "Bearer " + token,
-                   "Idempotency-Key": crypto.randomUUID ? crypto.randomUUID() : String(Date.now()) },
+                   "Idempotency-Key": pendingQuestion.key },
         body: JSON.stringify({ text }),
       });
       const body = await response.json().catch(() => ({}));
       if (response.status !== 202) {
-        askError.textContent = body.detail || "Could not send your question.";
+        const wait = Number(response.headers.get("Retry-After"));
+        askError.textContent = (body.detail || "Could not send your question.") +
+          (response.status === 503 && wait ? " Try again in " + wait + " s." : "");
         return;
       }
+      pendingQuestion = null;
       box.value = "";
       updateCount();
       if (!shown.has(Number(body.message_id))) {
