@@ -174,10 +174,10 @@ class Demo:
         await gateway.listening(gateway.port, timeout_s=120)
 
     def _print_urls(self, s: Settings, base: str, secret: str, admin: str, lines: list[bytes]) -> None:
-        self.say(f"demo: teacher board  {base}/board?admin_token={quote(admin, safe='')}")
+        self.say(f"demo: teacher board  {base}/board#admin_token={quote(admin, safe='')}")
         for student, at in first_nudged(s, lines, self.students):
             token = tokens.issue(secret.encode(), student, ttl_s=12 * 3600, now=time.time())
-            self.say(f"demo: student {student:<10} {base}/student?token={quote(token, safe='')}"
+            self.say(f"demo: student {student:<10} {base}/student#token={quote(token, safe='')}"
                      f"   (first nudge {at / 60:.0f} min into the class)")
         self.say(f"demo: logs in {s.stack_dir / 'logs'}")
         self.say(f"demo: tap a topic (while the demo runs): TOPIC_PREFIX={s.topic_prefix} "
