@@ -207,6 +207,7 @@ def test_postgres_fast_shutdown_mid_replay_loses_and_duplicates_no_nudge(pg_lane
             down_at = await raw_committed(s)
             await asyncio.sleep(OUTAGE_S)  # the replay goes on; requests and events pile up
             assert worker.alive, worker.log_tail()
+            assert await raw_committed(s) > down_at, "the analysis went on without the database"
             await asyncio.to_thread(lane.stack.up, "postgres")
             await producing
             await drain(s)
@@ -282,9 +283,11 @@ ANSWER_WITHIN_S = 12.0
 
 
 async def _call(http: aiohttp.ClientSession, method: str, url: str, **kwargs: object) -> tuple[int, dict[str, object], float]:
+    """Status, JSON body (with the Retry-After header under ``retry_after``) and seconds taken."""
     started = time.monotonic()
     async with http.request(method, url, **kwargs) as response:  # type: ignore[arg-type]
         body = await response.json(content_type=None)
+        body["retry_after"] = response.headers.get("Retry-After")
         return response.status, body, time.monotonic() - started
 
 
@@ -326,6 +329,7 @@ async def _gateway_outage(pg: PrivateStack, settings: Settings) -> None:
             down = await probe(http, 2)
             assert {k: v[0] for k, v in down.items()} == {"question": 503, "tick": 503, "healthz": 503}, down
             assert down["question"][1]["error"] == down["tick"][1]["error"] == "unavailable"
+            assert down["question"][1]["retry_after"] == down["tick"][1]["retry_after"] == "5"
             assert down["healthz"][1]["database"] is False
             assert all(seconds < ANSWER_WITHIN_S for _, _, seconds in down.values()), down
             await asyncio.to_thread(pg.up, "postgres")
