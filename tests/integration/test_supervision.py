@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import asyncio
-import http.server
 import os
 import secrets
 import signal
@@ -33,6 +32,7 @@ import pytest
 from delivery.gateway import tokens
 from delivery.gateway.process import GatewayProcess
 from streams.local import read_lines
+from tests.fakes.impostor import impostor_server
 from tests.datafiles import SAMPLE_CLASSROOM
 from tests.integration.pipeline import isolated, on_own_topics, start_worker
 from tests.integration.test_resilience import finish, golden_ids, raw_committed
@@ -165,28 +165,11 @@ def test_sigterm_to_the_demo_stops_its_worker_and_gateway_and_frees_the_port(sta
     print(f"demo stopped by SIGTERM in {took:.1f} s")
 
 
-class _Answers200(http.server.BaseHTTPRequestHandler):
-    def do_GET(self) -> None:  # noqa: N802 - the library's name
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.end_headers()
-        self.wfile.write(b'{"status": "ok"}')
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
 @pytest.fixture
 def taken_port() -> Iterator[int]:
     """A port held by another server that answers 200 on /healthz, like a gateway would."""
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Answers200)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield server.server_address[1]
-    finally:
-        server.shutdown()
-        server.server_close()
+    with impostor_server() as port:
+        yield port
 
 
 def test_a_taken_port_fails_the_demo_with_the_gateways_reason_and_no_url(stack, demo_processes, taken_port) -> None:

@@ -8,20 +8,19 @@ stop with SIGTERM stops its children as on Ctrl-C (plain and inside
 
 from __future__ import annotations
 
-import http.server
 import os
 import signal
 import socket
 import subprocess
 import sys
 import textwrap
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.fakes.impostor import impostor_server
 from topology.childproc import ChildFailed, ChildProcess, free_port, listener_is, stop_all
 from topology.settings import PROJECT_ROOT
 
@@ -153,27 +152,11 @@ def test_a_parent_killed_hard_takes_its_child_along(parent) -> None:
     assert wait_for(lambda: gone(child_pid), 5), "the child outlived its SIGKILLed parent"
 
 
-class _Answers200(http.server.BaseHTTPRequestHandler):
-    def do_GET(self) -> None:  # noqa: N802 - the library's name
-        self.send_response(200)
-        self.end_headers()
-        self.wfile.write(b'{"status": "ok"}')
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
 @pytest.fixture
 def impostor() -> Iterator[int]:
     """Another process's server on a port (here: this test's), answering 200 to anything."""
-    server = http.server.HTTPServer(("127.0.0.1", 0), _Answers200)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield server.server_address[1]
-    finally:
-        server.shutdown()
-        server.server_close()
+    with impostor_server() as port:
+        yield port
 
 
 @linux_only
