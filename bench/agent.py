@@ -68,8 +68,8 @@ async def agent_run(lines: list[bytes], batch: int) -> dict[str, Any]:
     """One pass of the lines through a fresh pipeline's stream agent."""
     from streams.agents.stream import Stream
     from streams.ingest import routing_key
-    from streams.partitioning import partition_for
-    from topology.app import build_pipeline
+    from topology.partitioning import partition_for
+    from streams.agents.pipeline import build_pipeline
     from topology.kafka_admin import ensure_topics
 
     prefix = f"bench-agent-{uuid.uuid4().hex[:6]}."
@@ -98,7 +98,7 @@ async def agent_run(lines: list[bytes], batch: int) -> dict[str, Any]:
                 "batches": getattr(outbox, "sent_batches", None), "appended": getattr(outbox, "appended", None)}
     finally:
         await p.app.producer.stop()
-        from topology.replay import delete_topics
+        from vexnudge.replay import delete_topics
 
         await delete_topics(settings)
 

@@ -41,7 +41,7 @@ if str(ROOT) not in sys.path:
 
 import orjson  # noqa: E402
 
-from topology.childproc import ChildProcess  # noqa: E402
+from vexnudge.childproc import ChildProcess  # noqa: E402
 
 SAMPLE = ROOT / "tests" / "data" / "fixtures" / "sample_classroom.ndjson"
 #: New envelope ids start here (the sample's ids are 42,100,000-42,101,006).
@@ -116,7 +116,7 @@ def stack_settings() -> Any:
 def fresh(settings: Any, tag: str) -> Any:
     import uuid
 
-    from topology.replay import fresh_settings
+    from vexnudge.replay import fresh_settings
 
     return fresh_settings(settings, f"bench-{tag}-{uuid.uuid4().hex[:6]}")
 
@@ -333,7 +333,7 @@ def _worker_main(argv: list[str]) -> int:
 
         os._exit = dump_and_exit  # type: ignore[assignment]  # the worker leaves through os._exit
         profiler.enable()
-    from topology.cli import main
+    from vexnudge.cli import main
 
     return main(rest)
 
@@ -428,7 +428,7 @@ async def record_times(settings: Any, logical: str) -> tuple[int, float, float]:
 
 async def produce_fast(settings: Any, lines: Sequence[bytes]) -> tuple[float, float]:
     """``produce_lines`` as fast as possible; (wall time it started, seconds it took)."""
-    from topology.producer import produce_lines
+    from vexnudge.producer import produce_lines
 
     started = time.time()
     stats = await produce_lines(settings, lines)

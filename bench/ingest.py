@@ -73,7 +73,7 @@ WARMUP_LINE = (b'{"id": 1, "studentID": "bench-warmup", "raw_message": "{\\"stud
 
 async def warm_up(settings: object, watch: Watch, worker: BenchWorker, *, analysis: bool) -> None:
     """One line through the worker: it has joined and owns its partitions."""
-    from topology.producer import produce_lines
+    from vexnudge.producer import produce_lines
 
     await produce_lines(settings, [WARMUP_LINE])  # type: ignore[arg-type]
     await watch.until(watch.analysed if analysis else lambda: watch.committed(T.RAW.name), 1,
@@ -101,7 +101,7 @@ def parse_variant(variant: str) -> tuple[list[str] | None, int | None, list[str]
 
 async def run_once(settings: object, lines: list[bytes], variant: str, db_url: str | None) -> dict[str, float]:
     from topology.kafka_admin import ensure_topics
-    from topology.replay import delete_topics
+    from vexnudge.replay import delete_topics
 
     await ensure_topics(settings)  # type: ignore[arg-type]
     extra = ["--commit-interval", "0.2"]

@@ -96,7 +96,7 @@ from bench.common import (  # noqa: E402
     thread_cpu_seconds,
 )
 from bench.ingest import parse_variant, warm_up  # noqa: E402
-from delivery.gateway.process import free_port  # noqa: E402
+from vexnudge.gatewayproc import free_port  # noqa: E402
 from topology import topics as T  # noqa: E402
 
 STATE_TABLES = ("students", "programs", "ingest-seen")
@@ -132,7 +132,7 @@ def worker_variant(variant: str) -> tuple[int | None, list[str], list[str]]:
 
 async def throughput_once(settings: Any, lines: list[bytes], variant: str) -> dict[str, Any]:
     from topology.kafka_admin import ensure_topics
-    from topology.replay import delete_topics
+    from vexnudge.replay import delete_topics
 
     await ensure_topics(settings)
     fetch_wait, options, roles = worker_variant(variant)
@@ -371,7 +371,7 @@ class OutputReader:
 
 async def paced_send(settings: Any, lines: list[Line], rate: float) -> dict[str, float]:
     """Send ``lines`` at ``rate`` per second, re-timed as they go; the send time per event id."""
-    from topology.producer import LINE_HEADER, make_producer
+    from vexnudge.producer import LINE_HEADER, make_producer
 
     topic = settings.topic(T.RAW.name)
     producer = make_producer(settings)
@@ -402,7 +402,7 @@ async def paced_send(settings: Any, lines: list[Line], rate: float) -> dict[str,
 
 async def latency_once(settings: Any, lines: list[Line], rate: float, variant: str) -> dict[str, Any]:
     from topology.kafka_admin import ensure_topics
-    from topology.replay import delete_topics
+    from vexnudge.replay import delete_topics
 
     await ensure_topics(settings)
     fetch_wait, options, roles = worker_variant(variant)

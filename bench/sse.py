@@ -59,7 +59,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition  # noqa:
 from delivery.db import create_pool  # noqa: E402
 from delivery.gateway import tokens  # noqa: E402
 from delivery.gateway.client import SseParser  # noqa: E402
-from delivery.gateway.process import GatewayProcess  # noqa: E402
+from vexnudge.gatewayproc import GatewayProcess  # noqa: E402
 from delivery.repo import messages as repo_messages  # noqa: E402
 from topology import topics as T  # noqa: E402
 from topology.kafka_admin import ensure_topics  # noqa: E402

@@ -16,7 +16,7 @@ from typing import Any
 from feedback.nudge import NudgeConfig
 from streams.config import EngineConfig
 from streams.engine import Output, StudentEngine
-from streams.partitioning import partition_for
+from topology.partitioning import partition_for
 
 #: Replay mode follows a partition's watermark only while its input is in time
 #: order (the worker's rule, see ``streams.agents.analysis``).

@@ -38,9 +38,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def stack() -> Iterator[Settings]:
     """The running local stack's settings (bootstrap servers, database URL)."""
     from delivery.migrate import MigrationError
-    from topology.stack import lifecycle
-    from topology.stack.errors import StackError
-    from topology.stack.report import Reporter
+    from vexnudge.stack import lifecycle
+    from vexnudge.stack.errors import StackError
+    from vexnudge.stack.report import Reporter
 
     settings = load_settings()
     try:

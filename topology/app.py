@@ -1,61 +1,25 @@
-"""The Faust app: settings → app, topics, tables and the agents wired to them.
+"""The Faust app factory: settings → app, and its contract topics and tables.
 
-One place builds everything (:func:`build_pipeline`), so the worker command,
-the tests and the tools get the same topology.  Every keyed topic and table
-has ``TOPIC_PARTITIONS`` partitions; values are raw bytes whose schemas live
-in :mod:`topology.schemas`.
+The ground of the project: every worker builds its app here, with the same
+topics (each with ``TOPIC_PARTITIONS`` partitions and raw-bytes values whose
+schemas live in :mod:`topology.schemas`) and tables.  The domain's agents are
+attached elsewhere (:mod:`streams.agents.pipeline`); this module imports no
+domain package.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
-
 import faust
 
-from streams.config import EngineConfig
-from streams.partitioning import partition_for
-from streams.scoring import TreeEditScorer
 from topology import topics as T
-from topology import transport
-from topology.handover import RawSchema
 from topology.kafka_admin import TABLES
-from topology.metrics import WorkerMetrics
+from topology.seam import transport
+from topology.seam.handover import RawSchema
 from topology.settings import Settings
 
 
-@dataclass
-class Pipeline:
-    """The app and everything the agents share (no module-level state)."""
-
-    settings: Settings
-    app: faust.App
-    topics: dict[str, faust.TopicT]
-    tables: dict[str, faust.types.TableT]
-    metrics: WorkerMetrics
-    config: EngineConfig
-    scorer: TreeEditScorer
-    extras: dict[str, Any] = field(default_factory=dict)
-    partitions: dict[str, int] = field(default_factory=dict)
-    """The partition of each key seen (murmur2 is slow in Python)."""
-
-    def topic(self, spec: T.TopicSpec) -> faust.TopicT:
-        """The Faust topic of a contract topic."""
-        return self.topics[spec.name]
-
-    def partition_of(self, key: str) -> int:
-        """The partition of a key on every contract topic: Kafka's default
-        partitioner (all topics have ``TOPIC_PARTITIONS`` partitions; the
-        worker refuses any other count), remembered for the next record."""
-        partition = self.partitions.get(key)
-        if partition is None:
-            if len(self.partitions) > 100_000:
-                self.partitions.clear()
-            partition = self.partitions[key] = partition_for(key, self.settings.topic_partitions)
-        return partition
-
-
-def _faust_app(settings: Settings) -> faust.App:
+def make_app(settings: Settings) -> faust.App:
+    """The Faust app of a worker, configured from ``settings``."""
     transport.register()
     app = faust.App(
         settings.group_id,
@@ -99,10 +63,10 @@ def _faust_app(settings: Settings) -> faust.App:
     return app
 
 
-def build_pipeline(settings: Settings, *, agents: bool = True) -> Pipeline:
-    """The complete app.  ``agents=False`` declares topics/tables only."""
-    app = _faust_app(settings)
-    declared = {
+def declare(app: faust.App, settings: Settings) -> tuple[dict[str, faust.TopicT], dict[str, faust.types.TableT]]:
+    """Every contract topic (by logical name) and, for a worker with the stream
+    role, every table, declared on ``app``."""
+    topics = {
         spec.name: app.topic(settings.topic(spec.name), partitions=settings.topic_partitions,
                              schema=RawSchema())
         for spec in T.ALL_TOPICS
@@ -112,15 +76,4 @@ def build_pipeline(settings: Settings, *, agents: bool = True) -> Pipeline:
                         key_type=bytes, value_type=bytes)
         for name in (TABLES if "stream" in settings.worker_roles else ())
     }
-    metrics = WorkerMetrics()
-    pipeline = Pipeline(
-        settings=settings, app=app, topics=declared, tables=tables, metrics=metrics,
-        config=EngineConfig.from_settings(settings),
-        scorer=TreeEditScorer.from_settings(
-            settings, on_not_comparable=lambda _exc: metrics.not_comparable.inc()),
-    )
-    if agents:
-        from streams.agents import register_all
-
-        register_all(pipeline)
-    return pipeline
+    return topics, tables

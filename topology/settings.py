@@ -1,7 +1,9 @@
 """The one settings object: the only place that reads the environment.
 
 Built once at an entry point (a CLI command, the worker, the gateway) with
-:func:`load_settings` and passed down.  Every field documents the environment
+:func:`load_settings` and passed down.  Values come from the environment and,
+for what the environment does not set, from a ``.env`` file at the repository
+root (``KEY=value`` lines; the environment always wins).  Every field documents the environment
 variable that sets it (the upper-cased field name, no prefix) and its default.
 Secrets are :class:`pydantic.SecretStr` and never printed.
 """
@@ -47,7 +49,7 @@ class Settings(BaseSettings):
 
     model_config = SettingsConfigDict(
         case_sensitive=False, frozen=True, extra="ignore", populate_by_name=True,
-        use_attribute_docstrings=True,
+        use_attribute_docstrings=True, env_file=PROJECT_ROOT / ".env", env_file_encoding="utf-8",
     )
 
     # --- Kafka and the Faust app -------------------------------------------------

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from topology.app import Pipeline
+    from streams.agents.pipeline import Pipeline
 
 #: What a worker process can run: ``stream`` = the stream agent (ingest and
 #: analysis) + the live clock (the tables live here); ``feedback`` = the feedback stage and its

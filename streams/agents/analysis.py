@@ -29,7 +29,7 @@ from streams.nudging import answer_request
 from streams.programs import ChunkedMetricLog
 from streams.state import StudentState
 from topology import topics as T
-from topology.app import Pipeline
+from streams.agents.pipeline import Pipeline
 from topology.schemas import (
     ChatRequest,
     ClockTick,

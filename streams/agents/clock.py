@@ -12,7 +12,7 @@ import time
 
 from streams.agents.emit import publish
 from topology import topics as T
-from topology.app import Pipeline
+from streams.agents.pipeline import Pipeline
 from topology.schemas import ClockTick
 
 

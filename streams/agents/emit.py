@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from streams.deadletters import fitted, original_text
 from topology import topics as T
-from topology.app import Pipeline
+from streams.agents.pipeline import Pipeline
 from topology.schemas import (
     DeadLetter,
     EpisodeClosed,

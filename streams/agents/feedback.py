@@ -30,7 +30,7 @@ from typing import Any, Literal
 from streams.agents.emit import dead_letter_failure, original_text, publish
 from streams.agents.ingest import source_of
 from topology import topics as T
-from topology.app import Pipeline
+from streams.agents.pipeline import Pipeline
 from topology.schemas import (
     DeadLetter,
     FeedbackMessage,

@@ -19,7 +19,7 @@ from streams.agents.outbox import Outbox
 from streams.ingest import Rejected, SeenIds, decode_line, is_blank, judge_duplicate
 from streams.screen import Limits, bounded
 from topology import topics as T
-from topology.app import Pipeline
+from streams.agents.pipeline import Pipeline
 from topology.schemas import DeadLetter, NormalizedEvent, RejectReason, SourceRef
 
 LINE_HEADER = "vex-line"

@@ -37,8 +37,8 @@ from streams.agents.emit import count_failed_delivery, dead_letter_failure, publ
 from streams.agents.outbox import Outbox
 from streams.agents.ingest import Ingest, source_of
 from topology import topics as T
-from topology.app import Pipeline
-from topology.handover import RawSchema
+from streams.agents.pipeline import Pipeline
+from topology.seam.handover import RawSchema
 from topology.schemas import NormalizedEvent, SourceRef
 
 

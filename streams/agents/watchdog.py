@@ -1,7 +1,7 @@
 """Commit-gap healing: re-read a partition whose commit cannot advance.
 
 Faust commits a partition only up to the first offset its stream has not
-acknowledged (``topology/transport.py`` makes that hold for a single missing
+acknowledged (``topology/seam/transport.py`` makes that hold for a single missing
 record too).  A record fetched just as a rebalance suspends the flow can be
 marked read without ever reaching the agent (a race in the consumer's fetch
 loop), leaving a hole that blocks every later commit of that partition: the
@@ -19,8 +19,8 @@ from __future__ import annotations
 import logging
 
 from topology import topics as T
-from topology.app import Pipeline
-from topology.transport import covered
+from streams.agents.pipeline import Pipeline
+from topology.seam.transport import covered
 
 log = logging.getLogger("vexnudge.watchdog")
 CHECK_INTERVAL_S = 5.0

@@ -10,7 +10,7 @@ status or on ``vexnudge_publish_failures_total`` /
 
 from __future__ import annotations
 
-from topology.app import Pipeline
+from streams.agents.pipeline import Pipeline
 
 
 def register(p: Pipeline) -> None:

@@ -25,7 +25,7 @@ import pytest
 
 from delivery.db import create_pool
 from delivery.gateway import tokens
-from delivery.gateway.process import GatewayProcess
+from vexnudge.gatewayproc import GatewayProcess
 from delivery.repo import messages as repo_messages
 from delivery.repo import triggers as repo_triggers
 from tests.e2e.conftest import screenshot
@@ -234,7 +234,7 @@ def test_wheel_spin_reaches_the_student_page_and_the_board(
     from tests.e2e.telemetry import wheel_spin_lines
     from tests.fakes.process import fake_ollama_subprocess
     from tests.integration.pipeline import start_worker
-    from topology.producer import produce_lines
+    from vexnudge.producer import produce_lines
 
     settings = isolated(stack, unique_prefix)
     student_id = f"E2E-{uuid.uuid4().hex[:8]}"  # raw spelling; the key is lower-cased

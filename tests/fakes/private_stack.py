@@ -1,7 +1,7 @@
 """A second, private stack for tests that stop a service: a PostgreSQL cluster
 and/or a KRaft broker of their own, on free ports, in a throwaway folder.
 
-Not a fake: the project's own stack code (:mod:`topology.stack.lifecycle`),
+Not a fake: the project's own stack code (:mod:`vexnudge.stack.lifecycle`),
 only with another ``STACK_DIR`` and other ports, so stopping and restarting a
 service here never touches the shared stack that other tests use at the same
 time.  Stopping goes through the same code as ``vexnudge stack down``:
@@ -26,9 +26,9 @@ from pathlib import Path
 from pydantic import SecretStr
 
 from topology.settings import Settings
-from topology.stack import lifecycle
-from topology.stack.procs import port_is_free
-from topology.stack.report import Reporter
+from vexnudge.stack import lifecycle
+from vexnudge.stack.procs import port_is_free
+from vexnudge.stack.report import Reporter
 
 #: Below the ephemeral range (see docs/stack.md), away from the shared stack's ports.
 PORT_RANGE = (20000, 32000)

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from topology.childproc import die_with_parent, stop_like_ctrl_c
+from vexnudge.childproc import die_with_parent, stop_like_ctrl_c
 from topology.settings import PROJECT_ROOT
 
 _READY = "fake-ollama listening on "
@@ -24,7 +24,7 @@ def fake_ollama_subprocess(
     start_timeout_s: float = 20.0,
 ) -> Iterator[str]:
     """Start ``python -m tests.fakes.ollama_server``; yield its base URL; stop it
-    (also when the tests are stopped by SIGTERM, or killed: see topology.childproc).
+    (also when the tests are stopped by SIGTERM, or killed: see vexnudge.childproc).
 
     :raises RuntimeError: when the server does not report its address in time.
     """

@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import TypeVar
 
 from topology.kafka_admin import ensure_topics, read_to_end
-from topology.replay import delete_topics
+from vexnudge.replay import delete_topics
 from topology.settings import Settings
-from topology.workerproc import WorkerProcess
+from vexnudge.workerproc import WorkerProcess
 
 R = TypeVar("R")
 

@@ -517,7 +517,7 @@ async def test_ask_command_publishes_the_question_and_waits_for_the_reply(
            "KAFKA_BOOTSTRAP_SERVERS": settings.kafka_bootstrap_servers,
            "TOPIC_PREFIX": unique_prefix, "TOPIC_PARTITIONS": str(settings.topic_partitions)}
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "topology.cli", "ask", " Otter12 ", "-", "how do I turn?",
+        sys.executable, "-m", "vexnudge.cli", "ask", " Otter12 ", "-", "how do I turn?",
         "--request-id", request_id, "--wait", "--timeout", "60",
         env=env, cwd=PROJECT_ROOT, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     chat = await _chat_request(settings, settings.topic("vex.chat.requests"), request_id)

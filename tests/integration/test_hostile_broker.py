@@ -19,8 +19,8 @@ from tests.datafiles import SAMPLE_CLASSROOM, golden_for
 from tests.fakes.scratch_db import scratch_database
 from tests.hostile.lines import HOSTILE_PREFIX, mixed_in
 from tests.integration.pipeline import isolated, run
-from topology.replay import delete_topics, replay
-from topology.workerproc import WorkerProcess
+from vexnudge.replay import delete_topics, replay
+from vexnudge.workerproc import WorkerProcess
 
 pytestmark = pytest.mark.integration
 

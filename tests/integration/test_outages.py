@@ -50,11 +50,11 @@ from tests.fakes.scratch_db import scratch_database
 from tests.integration.pipeline import isolated, read_values, start_worker
 from tests.integration.test_resilience import assert_golden_triggers, assert_one_row_per_trigger
 from topology.kafka_admin import committed_offsets, ensure_topics, wait_analysed, wait_consumed
-from topology.producer import produce_lines
-from topology.replay import ReplayResult, collect_outputs, delete_topics, horizon_of, send_final_ticks
+from vexnudge.producer import produce_lines
+from vexnudge.replay import ReplayResult, collect_outputs, delete_topics, horizon_of, send_final_ticks
 from topology.schemas import FeedbackMessage, NormalizedEvent, decode
 from topology.settings import Settings
-from topology.workerproc import WorkerProcess
+from vexnudge.workerproc import WorkerProcess
 
 pytestmark = pytest.mark.integration
 

@@ -16,7 +16,7 @@ from streams.config import EngineConfig
 from tests.datafiles import all_logs, golden_for
 from tests.golden_compare import assert_same_as_golden
 from tests.integration.pipeline import isolated, run
-from topology.replay import delete_topics, replay
+from vexnudge.replay import delete_topics, replay
 
 pytestmark = pytest.mark.integration
 

@@ -18,9 +18,9 @@ from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
 from delivery.migrate import ChecksumMismatch, MigrationError, load_migrations, migrate, migrate_url
 from topology.settings import Settings
-from topology.stack import lifecycle
-from topology.stack.errors import PortInUse
-from topology.stack.report import Reporter
+from vexnudge.stack import lifecycle
+from vexnudge.stack.errors import PortInUse
+from vexnudge.stack.report import Reporter
 
 pytestmark = pytest.mark.integration
 
@@ -35,14 +35,14 @@ def test_up_is_idempotent(stack: Settings) -> None:
 
 def test_status_command_reports_healthy(stack: Settings) -> None:
     quiet = subprocess.run(
-        [sys.executable, "-m", "topology.cli", "stack", "status", "--quiet"],
+        [sys.executable, "-m", "vexnudge.cli", "stack", "status", "--quiet"],
         capture_output=True,
         text=True,
         timeout=60,
     )
     assert quiet.returncode == 0 and quiet.stdout == ""
     loud = subprocess.run(
-        [sys.executable, "-m", "topology.cli", "stack", "status"],
+        [sys.executable, "-m", "vexnudge.cli", "stack", "status"],
         capture_output=True,
         text=True,
         timeout=60,

@@ -30,18 +30,18 @@ import aiohttp
 import pytest
 
 from delivery.gateway import tokens
-from delivery.gateway.process import GatewayProcess
+from vexnudge.gatewayproc import GatewayProcess
 from streams.local import read_lines
 from tests.fakes.impostor import impostor_server
 from tests.datafiles import SAMPLE_CLASSROOM
 from tests.integration.pipeline import isolated, on_own_topics, start_worker
 from tests.integration.test_resilience import finish, golden_ids, raw_committed
-from topology.childproc import free_port
+from vexnudge.childproc import free_port
 from topology.kafka_admin import end_offsets, read_to_end
-from topology.producer import produce_lines
-from topology.replay import ReplayResult
+from vexnudge.producer import produce_lines
+from vexnudge.replay import ReplayResult
 from topology.settings import PROJECT_ROOT, Settings
-from topology.workerproc import WorkerProcess
+from vexnudge.workerproc import WorkerProcess
 
 pytestmark = pytest.mark.integration
 
@@ -87,7 +87,7 @@ class Demo:
 
     def __init__(self, *args: str) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "topology.cli", "demo", *args], cwd=PROJECT_ROOT,
+            [sys.executable, "-m", "vexnudge.cli", "demo", *args], cwd=PROJECT_ROOT,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT)})
         self.lines: list[str] = []

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.integration
 
 
 def _tail(settings, *args: str, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "topology.cli", "tail", *args], env=_env(settings),
+    return subprocess.run([sys.executable, "-m", "vexnudge.cli", "tail", *args], env=_env(settings),
                           capture_output=True, text=True, timeout=timeout)
 
 
@@ -67,7 +67,7 @@ def test_tail_follows_new_records_until_interrupted(stack, unique_prefix) -> Non
     settings = isolated(stack, unique_prefix)
     run(ensure_topics(settings))
     run(_produce(settings, settings.topic("vex.runs"), [(b"otter12", b'{"run": 1}')]))
-    follower = subprocess.Popen([sys.executable, "-m", "topology.cli", "tail", "vex.runs", "--from-beginning"],
+    follower = subprocess.Popen([sys.executable, "-m", "vexnudge.cli", "tail", "vex.runs", "--from-beginning"],
                                 env=_env(settings), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert follower.stdout is not None

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.fakes.impostor import impostor_server
-from topology.childproc import ChildFailed, ChildProcess, free_port, listener_is, stop_all
+from vexnudge.childproc import ChildFailed, ChildProcess, free_port, listener_is, stop_all
 from topology.settings import PROJECT_ROOT
 
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs Linux /proc and prctl")
@@ -85,7 +85,7 @@ def test_stop_all_shares_one_deadline(tmp_path) -> None:
 PARENT = """
 import asyncio, sys, time
 from pathlib import Path
-from topology.childproc import ChildProcess
+from vexnudge.childproc import ChildProcess
 
 log = Path(sys.argv[1])
 child = ChildProcess(grace_s=5)

@@ -21,7 +21,7 @@ def test_a_broker_command_without_a_broker_says_so_and_exits_1(tmp_path, command
     lines.write_text('{"id": 1}\n{"id": 2}\n')
     args = [part.format(file=lines, out=tmp_path / "out") for part in command]
     env = {**os.environ, "KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:9", "TOPIC_PREFIX": "t-nobroker."}
-    done = subprocess.run([sys.executable, "-m", "topology.cli", *args], env=env,
+    done = subprocess.run([sys.executable, "-m", "vexnudge.cli", *args], env=env,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 1, done.stderr
     assert "Traceback" not in done.stderr

@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 from intervaltree import IntervalTree
 
 from streams.agents.watchdog import stuck_partitions
-from topology.transport import Consumer, covered
+from topology.seam.transport import Consumer, covered
 
 
 class TP(NamedTuple):

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from topology.settings import KAFKA_VERSION, PROJECT_ROOT, Settings
-from topology.stack.kafka import parse_properties, render_server_properties
+from vexnudge.stack.kafka import parse_properties, render_server_properties
 
 COMPOSE = PROJECT_ROOT / "docker-compose.kafka.yml"
 #: server.properties keys about addresses and paths, checked by meaning rather than by value.
@@ -171,6 +171,33 @@ def test_parser_reads_the_whole_file(compose: dict[str, Any]) -> None:
         "gateway",
     }
     assert "FROM python:3.11" in compose["services"]["migrate"]["build"]["dockerfile_inline"]
+
+
+def test_the_image_copies_every_package_the_install_finds(compose: dict[str, Any]) -> None:
+    from setuptools import find_packages
+
+    wanted = {name.split(".")[0] for name in find_packages(
+        str(PROJECT_ROOT), include=_package_patterns())}
+    copied = set(re.findall(r"^COPY (\w+)/ \1/$", compose["services"]["migrate"]["build"]["dockerfile_inline"],
+                            re.MULTILINE))
+    assert wanted and copied == wanted
+
+
+def _package_patterns() -> list[str]:
+    text = (PROJECT_ROOT / "pyproject.toml").read_text()
+    line = next(row for row in text.splitlines() if row.startswith("include = ["))
+    return [item.strip().strip('"') for item in line.split("[", 1)[1].rstrip("]").split(",")]
+
+
+def test_every_image_is_pinned_to_a_version(compose: dict[str, Any]) -> None:
+    for name, service in compose["services"].items():
+        image = service["image"]
+        if image == "vexnudge:local":
+            continue
+        tag = image.rpartition(":")[2]
+        assert ":" in image and tag != "latest" and any(c.isdigit() for c in tag), (name, image)
+    base = compose["services"]["migrate"]["build"]["dockerfile_inline"].splitlines()[0]
+    assert base.startswith("FROM python:3.11.") and "latest" not in base
 
 
 def test_parser_agrees_with_pyyaml(compose: dict[str, Any]) -> None:

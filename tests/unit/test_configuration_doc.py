@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from topology.cli.settings_cmd import markdown
+from vexnudge.cli.settings_cmd import markdown
 from topology.settings import PROJECT_ROOT, Settings
 
 

@@ -14,7 +14,7 @@ import faust
 import mode
 import pytest
 
-from topology.handover import YIELD_EVERY, RawSchema, deliver, drain
+from topology.seam.handover import YIELD_EVERY, RawSchema, deliver, drain
 
 
 class TP(NamedTuple):

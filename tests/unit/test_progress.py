@@ -7,8 +7,8 @@ import io
 
 import pytest
 
-from topology.cli import progress as progress_module
-from topology.cli.progress import Progress
+from vexnudge.cli import progress as progress_module
+from vexnudge.cli.progress import Progress
 
 
 class Clock:

@@ -16,7 +16,7 @@ from aiokafka.consumer.fetcher import FetchResult, Fetcher
 from faust.transport.drivers import aiokafka as driver
 from faust.types import TP
 
-from topology.transport import ActiveView, Consumer, SeekGate
+from topology.seam.transport import ActiveView, Consumer, SeekGate
 
 
 RAW, CLOCK, LOG = TP("vx.raw", 0), TP("vx.clock", 0), TP("vx-students-changelog", 0)
@@ -146,7 +146,7 @@ def test_the_consumer_thread_hands_aiokafka_the_view() -> None:
     """The driver's fetch, as our consumer thread makes it, passes the view."""
     from contextlib import nullcontext
 
-    from topology.transport import ConsumerThread
+    from topology.seam.transport import ConsumerThread
 
     seen: list[Any] = []
 

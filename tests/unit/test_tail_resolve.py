@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from topology import kafka_admin
-from topology.cli.tail import NoSuchTopic, resolve
+from vexnudge.cli.tail import NoSuchTopic, resolve
 from topology.settings import Settings
 
 

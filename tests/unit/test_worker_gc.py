@@ -7,7 +7,7 @@ import gc
 import pytest
 from pydantic import ValidationError
 
-from topology.faustworker import tune_collector
+from topology.seam.worker import tune_collector
 from topology.settings import Settings
 
 

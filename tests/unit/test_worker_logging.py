@@ -6,8 +6,8 @@ import logging
 
 import pytest
 
-from topology.app import build_pipeline
-from topology.faustworker import PipelineWorker
+from streams.agents.pipeline import build_pipeline
+from topology.seam.worker import PipelineWorker
 from topology.settings import Settings
 
 

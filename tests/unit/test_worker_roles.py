@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from topology.app import build_pipeline
+from streams.agents.pipeline import build_pipeline
 from topology.settings import Settings
 
 
@@ -58,7 +58,7 @@ def test_worker_event_loop_setting_chooses_the_loop(kind: str) -> None:
 
     import uvloop
 
-    from topology.cli.worker import use_event_loop
+    from vexnudge.cli.worker import use_event_loop
 
     try:
         use_event_loop(kind)
@@ -79,7 +79,7 @@ def test_feedback_modules_load_as_the_worker_is_built_not_at_the_first_trigger(t
     import sys
 
     code = ("import sys\n"
-            "from topology.app import build_pipeline\n"
+            "from streams.agents.pipeline import build_pipeline\n"
             "from topology.settings import Settings\n"
             f"build_pipeline(Settings(app_id='vx-test', worker_roles={roles!r}, worker_datadir={str(tmp_path)!r},"
             " worker_web_port=0))\n"

@@ -13,13 +13,13 @@ import sys
 import textwrap
 import time
 
-from topology.faustworker import OVERDUE_EXIT
+from topology.seam.worker import OVERDUE_EXIT
 from topology.settings import PROJECT_ROOT
 
 STUCK_STOP = textwrap.dedent("""
     import asyncio, signal, sys, time
-    from topology.app import build_pipeline
-    from topology.faustworker import PipelineWorker
+    from streams.agents.pipeline import build_pipeline
+    from topology.seam.worker import PipelineWorker
     from topology.settings import Settings
 
     app = build_pipeline(Settings(app_id="vx-stop", worker_datadir=sys.argv[1], worker_web_port=0)).app

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from topology.cli import main
-from topology.cli.sanitize import line_answer
+from vexnudge.cli import main
+from vexnudge.cli.sanitize import line_answer
 
 CORPUS = Path(__file__).resolve().parents[2] / "data" / "sanitizer_corpus.jsonl"
 

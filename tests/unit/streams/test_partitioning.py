@@ -6,7 +6,7 @@ from aiokafka.partitioner import DefaultPartitioner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streams.partitioning import partition_for
+from topology.partitioning import partition_for
 
 
 @settings(max_examples=500)

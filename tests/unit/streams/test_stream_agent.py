@@ -13,12 +13,12 @@ from streams.agents.stream import Stream, run_batches
 from streams.config import EngineConfig
 from streams.ingest import routing_key
 from streams.local import read_lines
-from streams.partitioning import partition_for
+from topology.partitioning import partition_for
 from streams.scoring import TreeEditScorer
 from tests.datafiles import SAMPLE_CLASSROOM
 from tests.fakes.producer import RecordingProducer
 from topology import topics as T
-from topology.app import Pipeline
+from streams.agents.pipeline import Pipeline
 from topology.kafka_admin import TABLES
 from topology.metrics import WorkerMetrics
 from topology.settings import Settings

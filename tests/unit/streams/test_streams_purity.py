@@ -15,7 +15,7 @@ from tests.unit.feedback.test_feedback_purity import FORBIDDEN, imported_roots
 from topology.settings import PROJECT_ROOT
 
 CORES = ("config", "engine", "episodes", "ids", "inactivity", "ingest", "local", "metrics",
-         "nudging", "partitioning", "programs", "runs", "scoring", "state", "student_view", "summary",
+         "nudging", "programs", "runs", "scoring", "screen", "deadletters", "state", "student_view", "summary",
          "timeutil")
 ALLOWED = {"streams", "topology", "feedback", "tree_edit", "orjson", "pydantic"}
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from topology.cli import main
+from vexnudge.cli import main
 
 A = "<xml><block type='a'/></xml>"
 B = "<xml><block type='b'><next><block type='c'/></next></block></xml>"

@@ -46,7 +46,7 @@ def test_old_libexpat_is_warned_about(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_commands_that_read_telemetry_check_libexpat_at_start(monkeypatch: pytest.MonkeyPatch) -> None:
-    from topology.cli import startup_warnings
+    from vexnudge.cli import startup_warnings
 
     monkeypatch.setattr(pyexpat, "version_info", (2, 5, 0))
     assert startup_warnings("worker") and startup_warnings("gateway")

@@ -1,0 +1,5 @@
+import sys
+
+from vexnudge.cli import main
+
+sys.exit(main())
