@@ -26,6 +26,7 @@ from delivery.gateway import payloads as P
 from delivery.gateway.metrics import GatewayMetrics
 from delivery.gateway.pubsub import BOARD, Hub
 from topology import topics as T
+from topology.seam.offsets import force_metadata_update
 from topology.schemas.analysis import TriggerFired
 from topology.schemas.base import SchemaError, decode
 from topology.schemas.feedback import FeedbackMessage, NudgeOutcome
@@ -74,7 +75,7 @@ class FeedConsumer:
             parts = consumer.partitions_for_topic(topic)
             if parts:
                 return sorted(parts)
-            await consumer._client.force_metadata_update()
+            await force_metadata_update(consumer)
             await asyncio.sleep(0.1)
         raise RuntimeError(f"topic {topic!r} has no partitions; create the topics first")
 

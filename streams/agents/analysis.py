@@ -23,7 +23,7 @@ from feedback.nudge import NudgeConfig
 from streams.agents.batching import BatchContext, TableBuffer
 from streams.agents.due import DueIndex
 from streams.agents.emit import publish
-from streams.agents.outbox import Outbox
+from topology.seam.outbox import Outbox
 from streams.engine import Output, StudentEngine
 from streams.nudging import answer_request
 from streams.programs import ChunkedMetricLog

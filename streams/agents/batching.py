@@ -10,7 +10,7 @@ write, not one per event.  Reads see the buffered values.
 A flush writes each change as Faust's ``table[key] = value`` would — the record
 on the table's changelog topic, the value in the local store — but in the
 agent's own task, right after the batch's outputs: the record goes to the
-batch's :class:`~streams.agents.outbox.Outbox` (enqueued on the producer when
+batch's :class:`~topology.seam.outbox.Outbox` (enqueued on the producer when
 the agent next sends it), or straight to the producer (``direct``).  Faust's
 own path queues changelog records for a background task that sends them one
 loop iteration at a time, so one batch's state left in dozens of small produce
@@ -25,7 +25,7 @@ from typing import Any
 from faust.stores.base import Store
 from faust.streams import _current_event
 
-from streams.agents.outbox import Outbox
+from topology.seam.outbox import Outbox
 
 
 class BatchContext:

@@ -28,7 +28,7 @@ from topology.schemas import (
 from topology.schemas.base import Record, encode
 
 if TYPE_CHECKING:
-    from streams.agents.outbox import Outbox
+    from topology.seam.outbox import Outbox
 
 log = logging.getLogger("vexnudge.agents")
 
@@ -97,7 +97,7 @@ def _count_undelivered(p: Pipeline, name: str, done: Any) -> None:
 
 
 def count_failed_delivery(p: Pipeline) -> Callable[[str, int, BaseException], None]:
-    """An :class:`~streams.agents.outbox.Outbox` callback counting its failed batches
+    """An :class:`~topology.seam.outbox.Outbox` callback counting its failed batches
     under the logical topic name."""
     prefix = p.settings.topic_prefix
 

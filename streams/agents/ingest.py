@@ -15,7 +15,7 @@ import orjson
 
 from streams.agents.batching import BatchContext, TableBuffer
 from streams.agents.emit import dead_letter_failure, original_text, publish
-from streams.agents.outbox import Outbox
+from topology.seam.outbox import Outbox
 from streams.ingest import Rejected, SeenIds, decode_line, is_blank, judge_duplicate
 from streams.screen import Limits, bounded
 from topology import topics as T

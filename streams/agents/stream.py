@@ -34,7 +34,7 @@ from typing import Any
 from streams.agents.analysis import Analysis
 from streams.agents.batching import BatchContext
 from streams.agents.emit import count_failed_delivery, dead_letter_failure, publish
-from streams.agents.outbox import Outbox
+from topology.seam.outbox import Outbox
 from streams.agents.ingest import Ingest, source_of
 from topology import topics as T
 from streams.agents.pipeline import Pipeline
@@ -99,7 +99,7 @@ class Stream:
         """Send the batch's outputs, then write its table changes.
 
         Every record of the batch went to the batch's outbox
-        (:class:`~streams.agents.outbox.Outbox`: aiokafka batch builders, one
+        (:class:`~topology.seam.outbox.Outbox`: aiokafka batch builders, one
         per topic partition); the outputs are enqueued on the producer first,
         then the table changes in steps (:meth:`Analysis.flush`), each enqueued
         before the next begins (``producer_linger_ms=0``: records leave in the

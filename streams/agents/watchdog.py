@@ -20,6 +20,7 @@ import logging
 
 from topology import topics as T
 from streams.agents.pipeline import Pipeline
+from topology.seam.offsets import partition_offsets
 from topology.seam.transport import covered
 
 log = logging.getLogger("vexnudge.watchdog")
@@ -38,22 +39,16 @@ def stuck_partitions(consumer: object, topics: set[str]) -> dict[object, int]:
       the agent, and no later record will show the hole (the input ended).
       Paused partitions (a table recovery in progress) are left alone.
     """
-    acked_lists = consumer._acked  # type: ignore[attr-defined]  # noqa: SLF001
-    committed = consumer._committed_offset  # type: ignore[attr-defined]  # noqa: SLF001
-    gaps = consumer._gap  # type: ignore[attr-defined]  # noqa: SLF001
-    in_flight = {m.tp for m in list(consumer._unacked_messages)}  # type: ignore[attr-defined]  # noqa: SLF001
-    paused = consumer._paused_partitions  # type: ignore[attr-defined]  # noqa: SLF001
     out: dict[object, int] = {}
-    for tp in consumer.assignment():  # type: ignore[attr-defined]
+    for tp, now in partition_offsets(consumer).items():
         if tp.topic not in topics:
             continue
-        offset = committed.get(tp)
-        acked = acked_lists.get(tp)
-        if acked:
-            lowest = min(acked)
-            if offset is not None and lowest > offset and not covered(gaps.get(tp), offset, lowest):
+        offset = now.committed
+        if now.acked:
+            lowest = min(now.acked)
+            if offset is not None and lowest > offset and not covered(now.gaps, offset, lowest):
                 out[tp] = offset
-        elif tp not in in_flight and tp not in paused and _highwater(consumer, tp) > (offset or 0):
+        elif not now.in_flight and not now.paused and _highwater(consumer, tp) > (offset or 0):
             out[tp] = offset or 0
     return out
 

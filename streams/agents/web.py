@@ -11,6 +11,7 @@ status or on ``vexnudge_publish_failures_total`` /
 from __future__ import annotations
 
 from streams.agents.pipeline import Pipeline
+from topology.seam.offsets import partition_offsets
 
 
 def register(p: Pipeline) -> None:
@@ -36,14 +37,13 @@ def health(p: Pipeline) -> dict[str, object]:
 
 def consumer_offsets(p: Pipeline) -> dict[str, dict[str, object]]:
     """Per partition: committed, read and pending-ack offsets (for diagnosing lag)."""
-    consumer = p.app.consumer
+    offsets = partition_offsets(p.app.consumer)
     out: dict[str, dict[str, object]] = {}
-    for tp in sorted(consumer.assignment()):
-        acked = consumer._acked.get(tp, [])  # noqa: SLF001 - read-only diagnostics
+    for tp in sorted(offsets):
+        now = offsets[tp]
         out[f"{tp.topic}[{tp.partition}]"] = {
-            "committed": consumer._committed_offset.get(tp),  # noqa: SLF001
-            "read": consumer._read_offset.get(tp),  # noqa: SLF001
-            "acked_pending": len(acked), "acked_min": min(acked) if acked else None,
-            "gaps": len(consumer._gap.get(tp, ())),  # noqa: SLF001
+            "committed": now.committed, "read": now.read,
+            "acked_pending": len(now.acked), "acked_min": min(now.acked) if now.acked else None,
+            "gaps": len(now.gaps or ()),
         }
     return out

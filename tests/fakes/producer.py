@@ -2,7 +2,7 @@
 
 It speaks the two interfaces the stream agent uses: Faust's ``send`` (one
 record) and, through ``_ensure_producer()``, aiokafka's batch interface
-(``create_batch`` / ``send_batch``, what :class:`streams.agents.outbox.Outbox`
+(``create_batch`` / ``send_batch``, what :class:`topology.seam.outbox.Outbox`
 uses).  Every record is reported to ``on_record`` in the order it is enqueued
 on the producer, which is the order a real producer with linger 0 sends them.
 Each record gets the next offset of its topic partition, and the returned

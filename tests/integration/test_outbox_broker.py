@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from aiokafka import AIOKafkaProducer
 
-from streams.agents.outbox import Outbox
+from topology.seam.outbox import Outbox
 from tests.integration.pipeline import isolated, run
 from topology.kafka_admin import ensure_topics, read_to_end
 

@@ -53,7 +53,7 @@ def assert_golden_triggers(triggers: list[object], *, crashed: bool) -> Counter[
 
     How often may one id be published?  The stream agent publishes a batch's
     outputs *before* the state that records the batch as done and before the
-    input offsets are committed (``streams.agents.outbox``; docs/operations.md,
+    input offsets are committed (``topology.seam.outbox``; docs/operations.md,
     "Delivery guarantees").  So:
 
     - a run without a crash or rebalance (``crashed=False``) publishes every

@@ -30,6 +30,7 @@ def _consumer(committed: dict[TP, int | None], acked: dict[TP, list[int]] | None
     consumer._acked = defaultdict(list, {tp: sorted(v) for tp, v in (acked or {}).items()})
     consumer._acked_index = defaultdict(set, {tp: set(v) for tp, v in (acked or {}).items()})
     consumer._gap = defaultdict(IntervalTree)
+    consumer._read_offset = defaultdict(lambda: None)
     return consumer
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from streams.agents.outbox import Outbox
+from topology.seam.outbox import Outbox
 from tests.fakes.producer import RecordingProducer
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from streams.agents import web
 from streams.agents.emit import count_failed_delivery, publish
-from streams.agents.outbox import Outbox
+from topology.seam.outbox import Outbox
 from tests.fakes.producer import RecordingProducer
 from topology.metrics import WorkerMetrics
 from topology.schemas.feedback import NudgeOutcome

@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 import pytest
 
 from streams.agents.batching import BatchContext, PersistedOffsets, TableBuffer
-from streams.agents.outbox import Outbox
+from topology.seam.outbox import Outbox
 from tests.fakes.producer import RecordingProducer
 
 
