@@ -19,7 +19,7 @@ long enough that no later event can join it).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal, cast
 
 from streams.config import EngineConfig
 from topology.schemas import EpisodeType, PauseType
@@ -178,7 +178,7 @@ class Segmenter:
         n, last_ts, opened, post_run = raw
         seg.n, seg.last_ts = int(n), last_ts  # type: ignore[call-overload, assignment]
         if opened is not None:
-            kind, start, start_ts, end_ts, count, soft = opened  # type: ignore[misc]
+            kind, start, start_ts, end_ts, count, soft = cast(list[Any], opened)
             seg.open = _Open(EpisodeType(kind), start, start_ts, end_ts, count, soft)
         if post_run is not None:
             seg.post_run = (int(post_run[0]), float(post_run[1]))  # type: ignore[index]

@@ -11,6 +11,8 @@ canned reply (no session yet, or a run in progress).
 
 from __future__ import annotations
 
+from typing import Any
+
 from collections.abc import Sequence
 
 from feedback.nudge import NudgeConfig, NudgeState, Verdict, decide
@@ -87,17 +89,17 @@ def answer_request(
     """The reactive request for a student's question."""
     session_id = chat.session_id or (state.last_session if state else None)
     session = state.sessions.get(session_id) if state and session_id else None
-    base = {
-        "request_id": derived_id("feedback", chat.request_id), "lane": Lane.REACTIVE,
-        "student_key": chat.student_key, "student_id": chat.student_id,
-        "session_id": session_id or "", "ts": chat.ts, "question": chat.text,
-        "chat_request_id": chat.request_id,
-    }
+    def request(**situation: Any) -> FeedbackRequest:
+        return FeedbackRequest(
+            request_id=derived_id("feedback", chat.request_id), lane=Lane.REACTIVE,
+            student_key=chat.student_key, student_id=chat.student_id, session_id=session_id or "",
+            ts=chat.ts, question=chat.text, chat_request_id=chat.request_id, **situation)
+
     if session is None or session_id is None:
-        return FeedbackRequest(playground=None, canned="no_session", **base)
+        return request(playground=None, canned="no_session")
     playground = session.run_playground
     if session.run_in_progress:
-        return FeedbackRequest(playground=playground, canned="run_in_progress", **base)
+        return request(playground=playground, canned="run_in_progress")
     program = latest_program(programs, session_id, session) if programs is not None else None
     metrics = session_metrics(session_id, session, log) if log is not None else None
-    return FeedbackRequest(playground=playground, metrics=metrics, program_xml=program, **base)
+    return request(playground=playground, metrics=metrics, program_xml=program)

@@ -32,7 +32,7 @@ class StretchCounters:
     @classmethod
     def from_json(cls, raw: list[object]) -> StretchCounters:
         zero, wheel, count, armed, recent = raw
-        return cls(int(zero), bool(wheel), int(count), bool(armed), list(recent))  # type: ignore[arg-type, call-overload]
+        return cls(int(zero), bool(wheel), int(count), bool(armed), list(recent))  # type: ignore[call-overload]
 
 
 @dataclass(frozen=True, slots=True)

@@ -48,10 +48,10 @@ def _student(key: str, events: list[NormalizedEvent], config: EngineConfig, scor
     by_id = {e.event_id: e for e in events}
     unscored = []
     for dead in merged.dead:
-        event = by_id.get(dead.event_id or "")
-        if dead.reason.value in _UNSCORED and event is not None:
-            after = max((r.run_index for r in runs if r.ts <= event.ts), default=None)
-            unscored.append({"event_id": _event_id(event.event_id), "ts": event.ts,
+        found = by_id.get(dead.event_id or "")
+        if dead.reason.value in _UNSCORED and found is not None:
+            after = max((r.run_index for r in runs if r.ts <= found.ts), default=None)
+            unscored.append({"event_id": _event_id(found.event_id), "ts": found.ts,
                              "reason": dead.reason.value, "after_run_index": after})
     last = max(e.ts for e in events)
     trailing = {t.trigger_id for t in merged.triggers

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from streams.config import EngineConfig
 from streams.timeutil import iso_utc
@@ -55,7 +55,7 @@ class Observed:
                              (PauseDetected, self.pauses), (DeadLetter, self.dead),
                              (FeedbackRequest, self.requests)):
             if isinstance(record, kind):
-                bucket.append(record)  # type: ignore[attr-defined]
+                cast(list[object], bucket).append(record)
                 return
 
 

@@ -63,7 +63,7 @@ def make_app(settings: Settings) -> faust.App:
     return app
 
 
-def declare(app: faust.App, settings: Settings) -> tuple[dict[str, faust.TopicT], dict[str, faust.types.TableT]]:
+def declare(app: faust.App, settings: Settings) -> tuple[dict[str, faust.TopicT], dict[str, faust.types.TableT[bytes, bytes]]]:
     """Every contract topic (by logical name) and, for a worker with the stream
     role, every table, declared on ``app``."""
     topics = {

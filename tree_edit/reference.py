@@ -14,7 +14,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from apted import APTED, Config  # type: ignore[import-untyped]
+from apted import APTED, Config
 
 from tree_edit.tree import Node, NodeKind, Tree
 

@@ -28,7 +28,7 @@ class Pipeline:
     settings: Settings
     app: faust.App
     topics: dict[str, faust.TopicT]
-    tables: dict[str, faust.types.TableT]
+    tables: dict[str, faust.types.TableT[bytes, bytes]]
     metrics: WorkerMetrics
     config: EngineConfig
     scorer: TreeEditScorer

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import logging
 
+from faust.types import TP, ConsumerT
+
 from topology import topics as T
 from streams.agents.pipeline import Pipeline
 from topology.seam.offsets import partition_offsets
@@ -27,7 +29,7 @@ log = logging.getLogger("vexnudge.watchdog")
 CHECK_INTERVAL_S = 5.0
 
 
-def stuck_partitions(consumer: object, topics: set[str]) -> dict[object, int]:
+def stuck_partitions(consumer: ConsumerT, topics: set[str]) -> dict[TP, int]:
     """Assigned partitions of ``topics`` (the agents' inputs, not the table
     changelogs) whose commit cannot advance, with their committed offset.
 
@@ -39,7 +41,7 @@ def stuck_partitions(consumer: object, topics: set[str]) -> dict[object, int]:
       the agent, and no later record will show the hole (the input ended).
       Paused partitions (a table recovery in progress) are left alone.
     """
-    out: dict[object, int] = {}
+    out: dict[TP, int] = {}
     for tp, now in partition_offsets(consumer).items():
         if tp.topic not in topics:
             continue
@@ -53,16 +55,16 @@ def stuck_partitions(consumer: object, topics: set[str]) -> dict[object, int]:
     return out
 
 
-def _highwater(consumer: object, tp: object) -> int:
+def _highwater(consumer: ConsumerT, tp: TP) -> int:
     """The partition's end offset as last fetched (0 if unknown or no longer ours)."""
     try:
-        return consumer.highwater(tp) or 0  # type: ignore[attr-defined, no-any-return]
+        return consumer.highwater(tp) or 0
     except Exception:  # noqa: BLE001 - the partition moved between the two calls
         return 0
 
 
 def register(p: Pipeline) -> None:
-    suspects: dict[object, int] = {}
+    suspects: dict[TP, int] = {}
     topics = {p.settings.topic(spec.name) for spec in T.ALL_TOPICS}
 
     @p.app.timer(CHECK_INTERVAL_S)
