@@ -15,7 +15,7 @@ ROLES = ("stream", "feedback", "store")
 
 def register_all(pipeline: Pipeline) -> None:
     """Attach the agents, timers and web pages of the worker's roles to the app."""
-    from streams.agents import clock, feedback, stream, watchdog, web
+    from streams.agents import clock, eventstore, feedback, stream, watchdog, web
 
     roles = pipeline.settings.worker_roles
     if "stream" in roles:
@@ -24,6 +24,6 @@ def register_all(pipeline: Pipeline) -> None:
     if "feedback" in roles:
         feedback.register(pipeline)
     if "store" in roles:
-        feedback.register_event_store(pipeline)
+        eventstore.register_event_store(pipeline)
     web.register(pipeline)
     watchdog.register(pipeline)

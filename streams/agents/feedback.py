@@ -6,17 +6,15 @@ then lets the record go; generation runs in the background, bounded by
 ``LLM_CONCURRENCY``, so a slow model never stalls the partition.  A crash or a
 model outage leaves the row pending, and the retry timer finishes it later —
 a nudge is delayed, never lost, and its message id is derived from the
-trigger, so it is never sent twice.  The event store writes normalized events
-to Postgres in batches (idempotent on the event id) from a consumer group of
-its own.
+trigger, so it is never sent twice.  The worker's PostgreSQL pool and the
+dead-letter path for refused records live here too; the event store
+(:mod:`streams.agents.eventstore`) shares them.
 
-Both lanes hold their stream and retry with backoff only while the database
-is unreachable; a record the database refuses for its content
-(:func:`delivery.repo.errors.classify`) is dead-lettered (reason
-``sink_refused``, with the database's message), counted in
+The feedback lane and the event store hold their stream and retry with
+backoff only while the database is unreachable; a record the database refuses
+for its content (:func:`delivery.repo.errors.classify`) is dead-lettered
+(reason ``sink_refused``, with the database's message), counted in
 ``vexnudge_sink_dead_letters_total`` and ``/healthz``, and the lane goes on.
-A refused batch of events is written one by one, so only the refused events
-are dead-lettered.
 """
 
 from __future__ import annotations
@@ -24,19 +22,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
 from streams.agents.emit import dead_letter_failure, original_text, publish
 from streams.agents.ingest import source_of
-from topology import topics as T
 from streams.agents.pipeline import Pipeline
+from topology import topics as T
 from topology.schemas import (
     DeadLetter,
     FeedbackMessage,
     FeedbackRequest,
     Lane,
-    NormalizedEvent,
     NudgeOutcome,
     RejectReason,
     SourceRef,
@@ -46,7 +42,6 @@ from topology.schemas.base import encode
 
 log = logging.getLogger("vexnudge.feedback")
 RETRY_INTERVAL_S = 5.0
-STORE_BATCH, STORE_WITHIN_S = 500, 0.5
 
 
 class Resources:
@@ -144,10 +139,6 @@ def resources(p: Pipeline) -> Resources:
     """
     res = p.extras.get("resources")
     if res is None:
-        import delivery.db
-        import delivery.repo.events
-        import delivery.repo.outbox
-        import delivery.repo.triggers
         import feedback.llm
         import feedback.service  # noqa: F401 - imported now, not at the first trigger
 
@@ -162,76 +153,9 @@ def resources(p: Pipeline) -> Resources:
                 res.reset_if_broken()
 
         @p.app.on_before_shutdown.connect
-        async def _close(app: object, **kwargs: object) -> None:  # noqa: ARG001
+        async def _close(app: object, **kwargs: object) -> None:
             await res.close()
     return res
-
-
-def register_event_store(p: Pipeline) -> None:
-    """Normalized events into PostgreSQL, with a consumer group of its own.
-
-    A plain consumer (group ``<APP_ID>-event-store``) rather than a second agent
-    on ``vex.events``, so the store never holds back the analysis (an agent
-    pair would share the topic's delivery and acknowledgements).  Offsets are
-    committed after each batch is stored; a restart re-stores at most one
-    batch, which the idempotent insert ignores.
-    """
-    res = resources(p)
-
-    @p.app.task
-    async def event_store() -> None:
-        from aiokafka import AIOKafkaConsumer
-
-        consumer = AIOKafkaConsumer(
-            p.settings.topic(T.EVENTS.name), bootstrap_servers=p.settings.kafka_bootstrap_servers,
-            group_id=f"{p.settings.app_id}-event-store", enable_auto_commit=False,
-            auto_offset_reset="earliest", max_poll_records=STORE_BATCH)
-        await consumer.start()
-        try:
-            await run_event_store(consumer, lambda events: store_with_retry(res, events))
-        finally:
-            await consumer.stop()
-
-
-async def run_event_store(consumer: Any, store: Callable[[list[NormalizedEvent]], Awaitable[None]]) -> None:
-    """Store batches from ``consumer`` and commit after each, until cancelled.
-
-    Never raises otherwise: a task's exception would crash the whole worker.  A
-    commit refused because the group rebalanced (another worker joined or left)
-    is expected: the new owner re-reads from the last commit and the insert is
-    idempotent.  Any other failure is logged and retried after a pause.
-    """
-    from aiokafka.errors import CommitFailedError
-
-    while True:
-        try:
-            batch = await consumer.getmany(timeout_ms=int(STORE_WITHIN_S * 1000))
-            events = [e for records in batch.values() for r in records
-                      if (e := _stored_event(r)) is not None]
-            if events:
-                await store(events)
-            if batch:
-                await consumer.commit()
-        except CommitFailedError:
-            log.info("event store: commit refused after a rebalance; the new owner stores "
-                     "those events again (idempotent)")
-        except Exception:  # noqa: BLE001 - keep the worker alive; try again
-            log.exception("event store: batch failed; retrying in 1 s")
-            await asyncio.sleep(1.0)
-
-
-def _stored_event(record: Any) -> NormalizedEvent | None:
-    """The record's event, or None (logged) for one that is not a normalized event.
-
-    ``vex.events`` is written only by the ingest agent, so this means a foreign
-    producer; the ingest already dead-lettered anything bad from the raw topic.
-    """
-    try:
-        return decode(NormalizedEvent, record.value or b"")
-    except Exception:  # noqa: BLE001 - one foreign record must not stop the store
-        log.warning("event store: skipping a record that is not a normalized event "
-                    "(partition %s, offset %s)", record.partition, record.offset)
-        return None
 
 
 def register(p: Pipeline) -> None:
@@ -241,7 +165,7 @@ def register(p: Pipeline) -> None:
         try:
             service = await res.ready()
             await service.handle(request)
-        except Exception:  # noqa: BLE001 - the row stays pending; the retry timer finishes it
+        except Exception:  # the row stays pending; the retry timer finishes it
             log.exception("feedback for %s failed; left pending for retry", request.request_id)
         finally:
             res.slots.release()
@@ -266,7 +190,7 @@ def register(p: Pipeline) -> None:
     async def retry_pending() -> None:
         try:
             report = await (await res.ready()).retry_pending()
-        except Exception:  # noqa: BLE001 - a database outage: try again next tick
+        except Exception:  # a database outage: try again next tick
             log.exception("retrying pending feedback failed")
             return
         if report.delivered or report.failed or report.republished:
@@ -295,7 +219,7 @@ async def accept_with_retry(res: Resources, request: FeedbackRequest, message: A
             await dead_letter_failure(res.p, "feedback", data or encode(request),
                                       source or _NO_SOURCE, exc, request.student_key)
             return False
-        except Exception as exc:  # noqa: BLE001 - classified: refused, or an outage
+        except Exception as exc:  # classified: refused, or an outage
             if res.service is not None and not is_transient(exc):
                 await res.refused_request(request, describe(exc), source, data)
                 return False
@@ -304,32 +228,6 @@ async def accept_with_retry(res: Resources, request: FeedbackRequest, message: A
             res.reset_if_broken()
             await asyncio.sleep(delay)
             delay = min(delay * 2, 30.0)
-
-
-async def store_with_retry(res: Resources, events: list[NormalizedEvent]) -> None:
-    """Write a batch to the event store, retrying (never dropping) while the DB is down.
-
-    Events the database refuses are dead-lettered (a refused batch is written
-    one by one first, so the others are stored).
-    """
-    from delivery.repo.errors import write_or_split
-    from delivery.repo.events import store_events
-
-    delay = 0.5
-    while True:
-        try:
-            await res.ready()
-            result = await write_or_split(events, lambda batch: store_events(res.pool, batch))
-            break
-        except Exception:  # noqa: BLE001 - a transient failure: hold the stream until the database is back
-            log.exception("event store write of %d events failed; retrying in %.1f s", len(events), delay)
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, 30.0)
-    for refusal in result.refused:
-        event = refusal.item
-        await dead_letter_refused(res.p, "store", encode(event), refusal.error, source=event.source,
-                                  key=event.student_key, session_id=event.session_id,
-                                  event_id=event.event_id)
 
 
 _NO_SOURCE = SourceRef(topic="", partition=-1, offset=-1)
@@ -363,7 +261,7 @@ async def dead_letter_refused(
         try:
             await publish(p, record, key)
             break
-        except Exception:  # noqa: BLE001 - counted by publish; wait and try again
+        except Exception:  # counted by publish; wait and try again
             log.exception("publishing a dead letter failed (try %d of %d)", attempt, DEAD_LETTER_TRIES)
             if attempt < DEAD_LETTER_TRIES:
                 await asyncio.sleep(delay)

@@ -24,7 +24,8 @@ from delivery.db import open_pool
 from delivery.repo import events, messages, outbox, requests, triggers
 from feedback.service import FeedbackService, Published
 from streams.agents import web
-from streams.agents.feedback import Resources, accept_with_retry, store_with_retry
+from streams.agents.eventstore import store_with_retry
+from streams.agents.feedback import Resources, accept_with_retry
 from streams.ids import derived_id, trigger_id
 from tests.fakes.scratch_db import scratch_database
 from topology.metrics import WorkerMetrics

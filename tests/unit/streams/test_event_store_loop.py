@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 from aiokafka.errors import CommitFailedError
 
-from streams.agents.feedback import run_event_store
+from streams.agents.eventstore import run_event_store
 from topology.schemas.base import encode
 from topology.schemas.events import NormalizedEvent
 
