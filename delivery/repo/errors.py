@@ -138,7 +138,7 @@ async def write_or_split(
     """
     try:
         return SplitResult(await write(items), ())
-    except Exception as exc:  # noqa: BLE001 - classified right below
+    except Exception as exc:  # classified right below
         if is_transient(exc):
             raise
         if len(items) == 1:
@@ -147,7 +147,7 @@ async def write_or_split(
     for item in items:
         try:
             written += await write([item])
-        except Exception as exc:  # noqa: BLE001 - classified right below
+        except Exception as exc:  # classified right below
             if is_transient(exc):
                 raise
             refused.append(Refusal(item, describe(exc), exc))

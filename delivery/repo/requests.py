@@ -18,6 +18,7 @@ from typing import Literal
 import asyncpg
 
 from delivery.db import Executor
+from delivery.repo import pending
 from delivery.repo.codec import (
     as_json,
     as_uuid,
@@ -36,10 +37,7 @@ _COLUMNS = """
     last_error, request, asked_at, updated_at
 """
 
-_DUE = """
-status = 'pending' and request is not null
-and updated_at <= now() - make_interval(secs => least($1 * power(2, least(attempts, 20)), $2))
-"""
+_TABLE = "chat.requests"
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,17 +171,11 @@ async def claim_due(
 ) -> QuestionRow | None:
     """Lock the oldest due pending question with a request that no one else holds.
 
-    Same due rule and ``touched_before`` as :func:`delivery.repo.triggers.claim_due`;
-    call inside a transaction.
+    Same due rule and ``touched_before`` as :func:`delivery.repo.triggers.claim_due`
+    (:func:`delivery.repo.pending.claim_due`); call inside a transaction.
     """
-    record = await conn.fetchrow(
-        f"select {_COLUMNS} from chat.requests where {_DUE}"
-        " and ($3::timestamptz is null or updated_at < $3)"
-        " order by updated_at limit 1 for update skip locked",
-        float(retry_after_s),
-        float(max_delay_s),
-        touched_before,
-    )
+    record = await pending.claim_due(conn, _TABLE, _COLUMNS, retry_after_s=retry_after_s,
+                                     max_delay_s=max_delay_s, touched_before=touched_before)
     return _row(record) if record is not None else None
 
 
@@ -191,10 +183,5 @@ async def pending_questions(
     db: Executor, *, older_than_s: float = 0.0, limit: int = 100
 ) -> list[QuestionRow]:
     """Pending questions last touched more than ``older_than_s`` ago, oldest first."""
-    rows = await db.fetch(
-        f"select {_COLUMNS} from chat.requests where status = 'pending'"
-        " and updated_at <= now() - make_interval(secs => $1) order by updated_at limit $2",
-        float(older_than_s),
-        limit,
-    )
+    rows = await pending.pending_rows(db, _TABLE, _COLUMNS, older_than_s=older_than_s, limit=limit)
     return [_row(r) for r in rows]

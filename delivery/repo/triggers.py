@@ -18,6 +18,7 @@ from typing import Any, Literal
 import asyncpg
 
 from delivery.db import Executor
+from delivery.repo import pending
 from delivery.repo.codec import (
     as_json,
     as_uuid,
@@ -48,11 +49,7 @@ on conflict do nothing
 returning id
 """
 
-#: A pending row is due when its last attempt is older than base * 2^attempts (capped).
-_DUE = """
-status = 'pending' and request is not null
-and updated_at <= now() - make_interval(secs => least($1 * power(2, least(attempts, 20)), $2))
-"""
+_TABLE = "event_logs.agent_triggers"
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,22 +218,12 @@ async def claim_due(
 ) -> TriggerRow | None:
     """Lock the oldest due pending fire that no other transaction holds.
 
-    Due: its last attempt is older than ``retry_after_s * 2**attempts``
-    (at most ``max_delay_s``).  Call inside a transaction; the row stays
-    locked (``FOR UPDATE SKIP LOCKED``) until it ends, so concurrent workers
-    never claim the same fire.
-
-    :param touched_before: only rows last updated before this (database)
-        time: a sweep passes its start time so that it tries each row once.
+    The due rule and ``touched_before``: :func:`delivery.repo.pending.claim_due`.
+    Call inside a transaction; the row stays locked until it ends, so
+    concurrent workers never claim the same fire.
     """
-    record = await conn.fetchrow(
-        f"select {_COLUMNS} from event_logs.agent_triggers where {_DUE}"
-        " and ($3::timestamptz is null or updated_at < $3)"
-        " order by updated_at limit 1 for update skip locked",
-        float(retry_after_s),
-        float(max_delay_s),
-        touched_before,
-    )
+    record = await pending.claim_due(conn, _TABLE, _COLUMNS, retry_after_s=retry_after_s,
+                                     max_delay_s=max_delay_s, touched_before=touched_before)
     return _row(record) if record is not None else None
 
 
@@ -244,13 +231,8 @@ async def pending_requests(
     db: Executor, *, older_than_s: float, limit: int = 100
 ) -> list[FeedbackRequest]:
     """Requests of pending fires last touched more than ``older_than_s`` ago, oldest first."""
-    rows = await db.fetch(
-        "select request from event_logs.agent_triggers where status = 'pending'"
-        " and request is not null and updated_at <= now() - make_interval(secs => $1)"
-        " order by updated_at limit $2",
-        float(older_than_s),
-        limit,
-    )
+    rows = await pending.pending_rows(db, _TABLE, "request", older_than_s=older_than_s,
+                                      limit=limit, with_request=True)
     return [FeedbackRequest.model_validate(as_json(r["request"])) for r in rows]
 
 
