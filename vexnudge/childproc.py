@@ -232,6 +232,9 @@ class ChildProcess:
     def failed(self, what: str) -> ChildFailed:
         """The error that says the child ``what``, with its exit code and last log lines."""
         code = self.process.poll() if self.process is not None else None
+        if code is not None and self._log is not None:  # it is gone: nothing writes its log any more
+            self._log.close()
+            self._log = None
         status = f" (exit code {code})" if code is not None else ""
         return ChildFailed(f"the {self.name} {what}{status}:\n{self.log_tail(8)}")
 

@@ -129,6 +129,7 @@ def parent(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[tuple[sub
     finally:
         proc.kill()
         proc.wait()
+        proc.stdout.close()
         if not gone(child_pid):
             os.kill(child_pid, signal.SIGKILL)
 
