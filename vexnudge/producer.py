@@ -68,13 +68,14 @@ def make_producer(settings: Settings) -> AIOKafkaProducer:
 async def produce_lines(
     settings: Settings, lines: Sequence[bytes], *, speed: float | None = None,
     rate: float | None = None, skip_invalid: bool = False,
-    on_progress: Callable[[ProduceStats], None] | None = None,
+    on_progress: Callable[[ProduceStats], None] | None = None, first_line: int = 1,
 ) -> ProduceStats:
     """Send ``lines`` to the raw topic, as fast as possible or paced.
 
     :param speed: replay at ``speed`` times the recorded pace (receive times).
     :param rate: send at a steady number of lines per second.
     :param skip_invalid: drop lines ingest would reject instead of sending them.
+    :param first_line: the file line number of ``lines[0]`` (a file sent in parts).
     """
     stats, topic = ProduceStats(), settings.topic(T.RAW.name)
     producer = make_producer(settings)
@@ -83,7 +84,8 @@ async def produce_lines(
     first_recorded: float | None = None
     try:
         pending: list[asyncio.Future[object]] = []
-        for number, line in enumerate(lines, start=1):
+        for sent, line in enumerate(lines, start=1):
+            number = first_line + sent - 1
             stats.lines += 1
             if skip_invalid and (not line.strip() or isinstance(decode_line(line), Rejected)):
                 stats.skipped += 1
@@ -93,7 +95,7 @@ async def produce_lines(
                 continue
             if speed is not None and first_recorded is None:
                 first_recorded = recorded_time(line)
-            delay = _delay(number, line, started, speed, rate, first_recorded)
+            delay = _delay(sent, line, started, speed, rate, first_recorded)
             if delay > 0:
                 await asyncio.sleep(delay)
             key = routing_key(line)
