@@ -9,8 +9,8 @@ import os
 import sys
 from pathlib import Path
 
-from vexnudge.cli.messages import kafka_unreachable
 from topology.settings import Settings
+from vexnudge.cli.messages import kafka_unreachable
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -76,9 +76,16 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     except ValueError as exc:
         print(f"vexnudge worker: {exc}", file=sys.stderr)
         return 2
+    from topology.seam.check import SeamMismatch, verify_internals
+
+    try:  # the seam's versions and internals, before the broker is reached or the app built
+        verify_internals()
+    except SeamMismatch as exc:
+        print(f"vexnudge worker: {exc}", file=sys.stderr)
+        return 2
     from streams.agents.pipeline import build_pipeline
-    from topology.seam.worker import PipelineWorker, tune_collector
     from topology.kafka_admin import ensure_topics
+    from topology.seam.worker import PipelineWorker, tune_collector
     from topology.tablefiles import close_tables, open_tables
 
     try:
