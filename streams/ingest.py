@@ -5,9 +5,9 @@ wins): invalid_json, not_an_object, invalid_raw_message, missing_studentID,
 missing_sessionID, missing_timestamp, missing_eventType, bad_timestamp,
 then duplicate_id, then the hostile-line screen (too_large, bad_field,
 future_timestamp; :mod:`streams.screen`).  ``duplicate_id`` needs memory of
-accepted ids and is decided by :class:`SeenIds`, owned per student by the
-adapter; a screen rejection is therefore returned *deferred* and the adapter
-calls :func:`judge_duplicate` (duplicates rank first).
+accepted ids (:class:`SeenIds`, owned per student by the adapter) and is
+decided by :mod:`streams.dedupe`; a screen rejection is therefore returned
+*deferred*, and the check ranks a duplicate before it.
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ from streams.screen import (
     too_large,
 )
 from streams.timeutil import iso_utc
-from tree_edit import Unusable, WorkspaceStatus, workspace_xml
 from topology.schemas import NormalizedEvent, RejectReason, SourceRef
+from tree_edit import Unusable, WorkspaceStatus, workspace_xml
 
 _REQUIRED = (
     ("studentID", RejectReason.MISSING_STUDENT_ID),
@@ -243,17 +243,6 @@ def _screen(
         return None
     where = (student_key(payload["studentID"]), payload["sessionID"])
     return RejectReason(verdict.reason), verdict.detail, where
-
-
-def judge_duplicate(rejected: Rejected, seen: SeenIds | None) -> Rejected:
-    """A deferred (screen) rejection of an id already accepted is a ``duplicate_id``."""
-    if not rejected.deferred or seen is None or rejected.event_id is None:
-        return rejected
-    if rejected.event_id.startswith("h:") or not seen.seen(rejected.event_id):
-        return rejected
-    return Rejected(RejectReason.DUPLICATE_ID,
-                    f"envelope id {rejected.event_id} was already accepted for this student",
-                    rejected.event_id, rejected.student_key, rejected.session_id)
 
 
 def is_blank(line: bytes) -> bool:

@@ -15,18 +15,16 @@ from typing import Any
 
 from feedback.nudge import NudgeConfig
 from streams.config import EngineConfig
+from streams.dedupe import Verdict, check, duplicate_of, remember, window_of
 from streams.engine import Output, StudentEngine
-from topology.partitioning import partition_for
-
-#: Replay mode follows a partition's watermark only while its input is in time
-#: order (the worker's rule, see ``streams.agents.analysis``).
-DISORDER_S = 60.0
-from streams.ingest import Rejected, SeenIds, decode_line, is_blank, judge_duplicate
-from streams.screen import DEFAULT_LIMITS, Limits
+from streams.ingest import Rejected, SeenIds, decode_line, is_blank
 from streams.programs import DictMetricLog, DictProgramStore, Scorer
+from streams.replayclock import ReplayClock
+from streams.screen import DEFAULT_LIMITS, Limits
 from streams.state import StudentState
 from streams.summary import Observed
-from topology.schemas import NormalizedEvent, RejectReason
+from topology.partitioning import partition_for
+from topology.schemas import NormalizedEvent
 
 
 @dataclass
@@ -45,14 +43,14 @@ class LocalAnalyzer:
         self, config: EngineConfig, scorer: Scorer, nudge: NudgeConfig | None = None,
         partitions: int | None = None,
     ) -> None:
-        """``partitions``: emulate replay mode's per-partition event-time watermark
-        exactly as the worker does (None: students advance only by their own events)."""
+        """``partitions``: follow replay mode's per-partition event-time watermark
+        (:class:`~streams.replayclock.ReplayClock`, as the worker does; None:
+        students advance only by their own events)."""
         self.config, self.scorer, self.nudge, self.partitions = config, scorer, nudge, partitions
         self.states: dict[str, StudentState] = {}
         self.programs: dict[str, DictProgramStore] = {}
         self.metric_logs: dict[str, DictMetricLog] = {}
-        self.watermarks: dict[int, float] = {}
-        self.disordered: set[int] = set()
+        self.clock = ReplayClock()
 
     def engine(self, student_key: str) -> StudentEngine:
         state = self.states.get(student_key)
@@ -70,11 +68,11 @@ class LocalAnalyzer:
         return out
 
     def _follow_watermark(self, event: NormalizedEvent) -> list[Output]:
+        """Replay mode: advance the partition's other due students to its watermark."""
         assert self.partitions is not None
         part = partition_for(event.student_key, self.partitions)
-        mark = self.watermarks[part] = max(event.ts, self.watermarks.get(part, event.ts))
-        if part in self.disordered or event.ts < mark - DISORDER_S:
-            self.disordered.add(part)
+        step = self.clock.observe(part, event.ts)
+        if not step.follow:
             return []
         out: list[Output] = []
         for key in sorted(self.states):
@@ -82,8 +80,8 @@ class LocalAnalyzer:
                 continue
             engine = self.engine(key)
             due = engine.next_due(live=False)
-            if due is not None and due <= mark:
-                out += engine.advance(mark, inclusive=False)
+            if due is not None and due <= step.mark:
+                out += engine.advance(step.mark, inclusive=False)
         return out
 
     def finish(self, horizon: float) -> list[Output]:
@@ -111,17 +109,15 @@ class LineAnalyzer:
             self.blank += 1
             return None, []
         out = decode_line(line, limits=self.limits)
-        if isinstance(out, NormalizedEvent) and not out.event_id.startswith("h:"):
-            ids = self.seen.setdefault(out.student_key, SeenIds())
-            if ids.seen(out.event_id):
-                out = Rejected(RejectReason.DUPLICATE_ID, "duplicate", out.event_id)
-            else:
-                ids.add(out.event_id)
-        elif isinstance(out, Rejected) and out.student_key is not None:
-            out = judge_duplicate(out, self.seen.get(out.student_key))
+        student = window_of(out)
+        seen = None if student is None else self.seen.get(student)
+        if check(out, seen) is Verdict.DUPLICATE:
+            out = duplicate_of(out)
         if isinstance(out, Rejected):
             self.rejected[out.reason.value] += 1
             return None, []
+        if student is not None:
+            remember(self.seen.setdefault(student, SeenIds()), out)
         return out, self.analyzer.on_event(out)
 
 

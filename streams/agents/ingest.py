@@ -14,13 +14,14 @@ import time
 import orjson
 
 from streams.agents.batching import BatchContext, TableBuffer
-from streams.agents.emit import dead_letter_failure, original_text, publish
-from topology.seam.outbox import Outbox
-from streams.ingest import Rejected, SeenIds, decode_line, is_blank, judge_duplicate
-from streams.screen import Limits, bounded
-from topology import topics as T
+from streams.agents.emit import publish
 from streams.agents.pipeline import Pipeline
-from topology.schemas import DeadLetter, NormalizedEvent, RejectReason, SourceRef
+from streams.deadletters import original_text
+from streams.dedupe import Verdict, check, duplicate_of, remember, window_of
+from streams.ingest import Rejected, SeenIds, decode_line, is_blank
+from streams.screen import Limits, bounded
+from topology.schemas import DeadLetter, NormalizedEvent, SourceRef
+from topology.seam.outbox import Outbox
 
 LINE_HEADER = "vex-line"
 
@@ -33,8 +34,6 @@ def source_of(message: object) -> SourceRef:
         topic=message.topic, partition=message.partition, offset=message.offset,  # type: ignore[attr-defined]
         line=int(line) if line else None,
     )
-
-
 
 
 class Ingest:
@@ -65,39 +64,30 @@ class Ingest:
 
     async def on_raw(self, value: bytes, source: SourceRef) -> NormalizedEvent | None:
         """Validate one raw line; the event to analyse, or None (blank or rejected)."""
-        p = self.p
         if is_blank(value):
-            p.metrics.ingest_blank.inc()
+            self.p.metrics.ingest_blank.inc()
             return None
         out = decode_line(value, source, self.limits, time.time() if self.live else None)
-        if isinstance(out, NormalizedEvent) and not out.event_id.startswith("h:"):
-            seen = self.seen_ids(out.student_key)
-            first = seen.accepted_at(out.event_id)
-            if first == source.offset:
-                # a re-delivery of the record we accepted (the worker restarted before
-                # committing): publish again; the analysis drops the copy by its raw offset
-                p.metrics.duplicates_skipped.inc()
-                await publish(p, out, out.student_key, outbox=self.outbox)
-                return out
-            if first is not None:
-                out = Rejected(RejectReason.DUPLICATE_ID,
-                               f"envelope id {out.event_id} was already accepted for this student",
-                               out.event_id, out.student_key, out.session_id)
-            else:
-                await publish(p, out, out.student_key, outbox=self.outbox)
-                seen.add(out.event_id, source.offset)
-                self.seen_table[out.student_key.encode()] = b""  # placeholder: serialized at flush
-                self.dirty.add(out.student_key)
-                p.metrics.ingest_accepted.inc()
-                return out
-        elif isinstance(out, NormalizedEvent):
-            await publish(p, out, out.student_key, outbox=self.outbox)
-            p.metrics.ingest_accepted.inc()
+        student = window_of(out)
+        seen = self.seen_ids(student) if student is not None else None
+        verdict = check(out, seen, source.offset)
+        if verdict is Verdict.DUPLICATE:
+            out = duplicate_of(out)
+        if isinstance(out, Rejected):
+            await _reject(self.p, out, value, source, self.outbox)
+            return None
+        if verdict is Verdict.REDELIVERY:
+            # the record we accepted, read again (the worker restarted before
+            # committing): publish again; the analysis drops it by its raw offset
+            self.p.metrics.duplicates_skipped.inc()
+            await publish(self.p, out, out.student_key, outbox=self.outbox)
             return out
-        elif out.deferred and bounded(out.student_key) is not None:
-            out = judge_duplicate(out, self.seen_ids(out.student_key))  # type: ignore[arg-type]
-        await _reject(p, out, value, source, self.outbox)
-        return None
+        await publish(self.p, out, out.student_key, outbox=self.outbox)
+        if seen is not None and remember(seen, out, source.offset):
+            self.seen_table[out.student_key.encode()] = b""  # placeholder: serialized at flush
+            self.dirty.add(out.student_key)
+        self.p.metrics.ingest_accepted.inc()
+        return out
 
     def _serialize(self) -> None:
         """Put the serialized window of every student changed since the last call."""

@@ -10,7 +10,8 @@ from collections import Counter
 import pytest
 
 from streams.config import EngineConfig
-from streams.ingest import NormalizedEvent, Rejected, SeenIds, decode_line, judge_duplicate
+from streams.dedupe import Verdict, check, duplicate_of
+from streams.ingest import NormalizedEvent, Rejected, SeenIds, decode_line
 from streams.local import analyze_lines, read_lines
 from streams.scoring import TreeEditScorer
 from streams.screen import FIELD_MAX_CHARS, Limits
@@ -25,7 +26,7 @@ TS = "2026-05-06T09:14:07Z"
 def outcome(line: bytes, seen: SeenIds | None = None) -> str | None:
     out = decode_line(line, limits=LIMITS)
     if isinstance(out, Rejected):
-        return judge_duplicate(out, seen).reason.value
+        return (duplicate_of(out) if check(out, seen) is Verdict.DUPLICATE else out).reason.value
     return None
 
 

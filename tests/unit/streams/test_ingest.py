@@ -10,9 +10,10 @@ from pathlib import Path
 import orjson
 import pytest
 
+from streams.dedupe import Verdict, check, duplicate_of, remember, window_of
 from streams.ingest import Rejected, SeenIds, decode_line, is_blank, read_workspace, routing_key
 from tests.datafiles import MALFORMED_DEFECTS, SAMPLE_MALFORMED, all_logs, golden_for
-from topology.schemas import NormalizedEvent, RejectReason
+from topology.schemas import NormalizedEvent
 
 
 def run_file(path: Path) -> tuple[dict[int, NormalizedEvent | Rejected], int]:
@@ -25,12 +26,12 @@ def run_file(path: Path) -> tuple[dict[int, NormalizedEvent | Rejected], int]:
             blank += 1
             continue
         out = decode_line(line)
-        if isinstance(out, NormalizedEvent) and not out.event_id.startswith("h:"):
-            ids = seen.setdefault(out.student_key, SeenIds())
-            if ids.seen(out.event_id):
-                out = Rejected(RejectReason.DUPLICATE_ID, "dup", out.event_id, out.student_key)
-            else:
-                ids.add(out.event_id)
+        student = window_of(out)
+        ids = None if student is None else seen.setdefault(student, SeenIds())
+        if check(out, ids) is Verdict.DUPLICATE:
+            out = duplicate_of(out)
+        elif isinstance(out, NormalizedEvent) and ids is not None:
+            remember(ids, out)
         results[number] = out
     return results, blank
 

@@ -14,8 +14,8 @@ import pytest
 from tests.unit.feedback.test_feedback_purity import FORBIDDEN, imported_roots
 from topology.settings import PROJECT_ROOT
 
-CORES = ("config", "engine", "episodes", "ids", "inactivity", "ingest", "local", "metrics",
-         "nudging", "programs", "runs", "scoring", "screen", "deadletters", "state", "student_view", "summary",
+CORES = ("config", "dedupe", "engine", "episodes", "ids", "inactivity", "ingest", "local", "metrics",
+         "nudging", "programs", "replayclock", "runs", "scoring", "screen", "deadletters", "state", "student_view", "summary",
          "timeutil")
 ALLOWED = {"streams", "topology", "feedback", "tree_edit", "orjson", "pydantic"}
 
