@@ -82,43 +82,8 @@ async def deliver(callback: Callable[[Any], Coroutine[Any, Any, Any]], message: 
 
 async def drain(consumer: Any, fetcher: Any) -> None:
     """Faust's consumer loop with :func:`deliver` as the hand-over."""
-    callback = consumer.callback
-    stopped, fetcher_stopped = consumer._stopped.is_set, fetcher._stopped.is_set
-    get_read_offset = consumer._read_offset.__getitem__
-    set_read_offset = consumer._read_offset.__setitem__
-    acks_enabled_for = consumer.app.topics.acks_enabled_for
-    commit_every = consumer._commit_every
-    suspended = consumer.suspend_flow
-
-    def race(task: Awaitable[Any]) -> Awaitable[Any]:
-        return consumer.wait_first(task, suspended.wait())
-
-    since_yield = 0
     try:
-        while not (stopped() or fetcher_stopped()):
-            consumer.diag.set_flag(CONSUMER_FETCHING)
-            records = consumer.getmany(timeout=1.0)
-            await consumer.sleep(0)  # getmany may return at once, loop after loop
-            if consumer.should_stop:
-                continue
-            async for tp, message in records:
-                since_yield += 1
-                if since_yield > YIELD_EVERY:
-                    await asyncio.sleep(0)
-                    since_yield = 0
-                offset = message.offset
-                read = get_read_offset(tp)
-                if read is not None and offset < read:
-                    consumer.log.dev("DROPPED MESSAGE ROFF %r: k=%r v=%r", offset, message.key, message.value)
-                    continue
-                if read and offset - read > 1 and acks_enabled_for(message.topic):
-                    await consumer._add_gap(tp, read + 1, offset)
-                if commit_every is not None and consumer._n_acked >= commit_every:
-                    consumer._n_acked = 0
-                    await consumer.commit()
-                await deliver(callback, message, race)
-                set_read_offset(tp, offset)
-            consumer.diag.unset_flag(CONSUMER_FETCHING)
+        await _loop(consumer, fetcher)
     except consumer.consumer_stopped_errors:
         if consumer.transport.app.should_stop:
             consumer.log.info("Broker stopped consumer, shutting down...")
@@ -136,6 +101,46 @@ async def drain(consumer: Any, fetcher: Any) -> None:
         consumer.diag.unset_flag(CONSUMER_FETCHING)
 
 
+async def _loop(consumer: Any, fetcher: Any) -> None:
+    """The loop of :func:`drain`: fetch, hand over, keep Faust's book-keeping."""
+    callback = consumer.callback
+    stopped, fetcher_stopped = consumer._stopped.is_set, fetcher._stopped.is_set
+    get_read_offset = consumer._read_offset.__getitem__
+    set_read_offset = consumer._read_offset.__setitem__
+    acks_enabled_for = consumer.app.topics.acks_enabled_for
+    commit_every = consumer._commit_every
+    suspended = consumer.suspend_flow
+
+    def race(task: Awaitable[Any]) -> Awaitable[Any]:
+        return consumer.wait_first(task, suspended.wait())
+
+    since_yield = 0
+    while not (stopped() or fetcher_stopped()):
+        consumer.diag.set_flag(CONSUMER_FETCHING)
+        records = consumer.getmany(timeout=1.0)
+        await consumer.sleep(0)  # getmany may return at once, loop after loop
+        if consumer.should_stop:
+            continue
+        async for tp, message in records:
+            since_yield += 1
+            if since_yield > YIELD_EVERY:
+                await asyncio.sleep(0)
+                since_yield = 0
+            offset = message.offset
+            read = get_read_offset(tp)
+            if read is not None and offset < read:
+                consumer.log.dev("DROPPED MESSAGE ROFF %r: k=%r v=%r", offset, message.key, message.value)
+                continue
+            if read and offset - read > 1 and acks_enabled_for(message.topic):
+                await consumer._add_gap(tp, read + 1, offset)
+            if commit_every is not None and consumer._n_acked >= commit_every:
+                consumer._n_acked = 0
+                await consumer.commit()
+            await deliver(callback, message, race)
+            set_read_offset(tp, offset)
+        consumer.diag.unset_flag(CONSUMER_FETCHING)
+
+
 class RawSchema(faust.Schema):
     """Keys and values as the bytes on the wire (Faust's ``raw`` serializer),
     without the codec registry: the event is built from the record as is."""
@@ -147,7 +152,7 @@ class RawSchema(faust.Schema):
                 default_propagate: bool = False) -> Callable[..., Awaitable[Any]]:
         event_type = app.conf.Event
 
-        async def decode(message: Any, *, propagate: bool = default_propagate) -> Any:  # noqa: ARG001
+        async def decode(message: Any, *, propagate: bool = default_propagate) -> Any:
             return event_type(app, message.key, message.value, message.headers, message)
 
         return decode

@@ -85,7 +85,7 @@ class ConsumerThread(driver.AIOKafkaConsumerThread):
         consumer = super()._create_worker_consumer(transport)
         wait = getattr(self.app, APP_ATTRIBUTE, None)
         if wait is not None:
-            consumer._fetch_max_wait_ms = int(wait)  # noqa: SLF001 - read by start()
+            consumer._fetch_max_wait_ms = int(wait)  # read by start()
         return consumer
 
 

@@ -55,7 +55,7 @@ class PipelineWorker(Worker):
         sys.stderr.flush()
         os._exit(OVERDUE_EXIT)
 
-    def on_setup_root_logger(self, logger: logging.Logger, level: int) -> None:  # noqa: ARG002
+    def on_setup_root_logger(self, logger: logging.Logger, level: int) -> None:
         self.spinner = None
 
 
