@@ -26,12 +26,9 @@ from topology.kafka_admin import delete_topics_where, ensure_topics, read_to_end
 from vexnudge.producer import ProduceStats, produce_lines
 from topology.schemas import (
     ClockTick,
-    DeadLetter,
     EpisodeClosed,
     NormalizedEvent,
     PauseDetected,
-    RunScored,
-    TriggerFired,
     decode,
     encode,
 )
@@ -83,14 +80,8 @@ async def send_final_ticks(settings: Settings, now: float) -> None:
         await producer.stop()
 
 
-_KINDS: dict[str, tuple[type, ...]] = {
-    T.EVENTS.name: (NormalizedEvent,), T.RUNS.name: (RunScored,), T.TRIGGERS.name: (TriggerFired,),
-    T.EPISODES.name: (EpisodeClosed, PauseDetected), T.DEADLETTER.name: (DeadLetter,),
-}
-
-
 def _parse(spec: T.TopicSpec, value: bytes) -> object:
-    kinds = _KINDS[spec.name]
+    kinds = spec.records
     if len(kinds) == 1:
         return decode(kinds[0], value)
     return decode(EpisodeClosed if b'"kind":"episode"' in value else PauseDetected, value)

@@ -13,14 +13,7 @@ from topology import topics as T
 from streams.agents.pipeline import Pipeline
 from topology.schemas import (
     DeadLetter,
-    EpisodeClosed,
-    FeedbackMessage,
-    FeedbackRequest,
-    NormalizedEvent,
-    NudgeOutcome,
-    PauseDetected,
     RejectReason,
-    RunScored,
     SchemaError,
     SourceRef,
     TriggerFired,
@@ -32,25 +25,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("vexnudge.agents")
 
-_ROUTES: tuple[tuple[type[Record], T.TopicSpec], ...] = (
-    (NormalizedEvent, T.EVENTS),
-    (RunScored, T.RUNS),
-    (TriggerFired, T.TRIGGERS),
-    (EpisodeClosed, T.EPISODES),
-    (PauseDetected, T.EPISODES),
-    (DeadLetter, T.DEADLETTER),
-    (FeedbackRequest, T.FEEDBACK_REQUESTS),
-    (FeedbackMessage, T.FEEDBACK),
-    (NudgeOutcome, T.NUDGE_OUTCOMES),
-)
-
-
 def route(record: Record) -> T.TopicSpec:
-    """The topic a record is published on."""
-    for kind, spec in _ROUTES:
-        if isinstance(record, kind):
-            return spec
-    raise TypeError(f"no topic for {type(record).__name__}")
+    """The topic a record is published on (declared by the topics, :func:`topology.topics.home_of`)."""
+    return T.home_of(type(record))
 
 
 async def publish(p: Pipeline, record: Record, key: str | None, spec: T.TopicSpec | None = None,
