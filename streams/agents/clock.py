@@ -11,8 +11,8 @@ from __future__ import annotations
 import time
 
 from streams.agents.emit import publish
-from topology import topics as T
 from streams.agents.pipeline import Pipeline
+from topology import topics as T
 from topology.schemas import ClockTick
 
 

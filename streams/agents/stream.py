@@ -21,12 +21,14 @@ Each event thus crosses Faust once, not twice (ingest, then analysis of what
 ingest wrote): the per-record cost of a stream is most of a worker's CPU
 (docs/performance.md, "Pipeline").  Outputs and table writes of both stages
 go to one outbox per batch and reach the producer as whole batches, the table
-writes after the batch's outputs (:meth:`Stream.flush`).  A failure on one record
+writes after the batch's outputs (:meth:`Stream.flush`, one commit in numbered
+steps).  A failure on one record
 dead-letters it with the stage that failed; the agent goes on.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import AsyncIterator, Awaitable
 from time import thread_time
 from typing import Any
@@ -34,12 +36,12 @@ from typing import Any
 from streams.agents.analysis import Analysis
 from streams.agents.batching import BatchContext
 from streams.agents.emit import count_failed_delivery, dead_letter_failure, publish
-from topology.seam.outbox import Outbox
 from streams.agents.ingest import Ingest, source_of
-from topology import topics as T
 from streams.agents.pipeline import Pipeline
+from topology import topics as T
+from topology.schemas import SourceRef
 from topology.seam.handover import RawSchema
-from topology.schemas import NormalizedEvent, SourceRef
+from topology.seam.outbox import Outbox
 
 
 class Stream:
@@ -89,7 +91,7 @@ class Stream:
         source = source_of(message)
         value = message.value or b""
         self.context.enter(event)
-        self.analysis.checkpoint = None
+        self.analysis.store.clear_checkpoint()
         if name == T.RAW.name:
             await self.on_raw(value, source)
             return
@@ -100,23 +102,21 @@ class Stream:
 
         Every record of the batch went to the batch's outbox
         (:class:`~topology.seam.outbox.Outbox`: aiokafka batch builders, one
-        per topic partition); the outputs are enqueued on the producer first,
-        then the table changes in steps (:meth:`Analysis.flush`), each enqueued
-        before the next begins (``producer_linger_ms=0``: records leave in the
-        order they were enqueued).  The steps go in an order of which any
-        prefix is consistent: ingest's id windows, new programs and metric
-        chunks, then the student states that refer to them, then deletions of
-        what no state refers to any more.  A crash that stops the producer
-        midway therefore never leaves a state whose outputs or programs were
-        lost (at worst an unreferenced program stays).
+        per topic partition); :meth:`StudentStore.commit
+        <streams.agents.store.StudentStore.commit>` enqueues them on the
+        producer, then the table changes in numbered steps (ingest's id
+        windows go with the new programs and metric chunks, before the states
+        that refer to them), each enqueued before the next begins.  A crash
+        that stops the producer midway therefore never leaves a state whose
+        outputs or programs were lost (at worst an unreferenced program stays).
         """
-        outbox = self.context.outbox
-        await outbox.send()
+        await self.analysis.store.commit(ids=self.ingest, on_outputs=self.count_outputs)
+
+    def count_outputs(self, counts: Counter[str]) -> None:
+        """Count the batch's outputs per topic (``vexnudge_records_out_total``)."""
         out = self.p.metrics.records_out
-        for name, count in outbox.take_counts().items():
+        for name, count in counts.items():
             out.labels(name).inc(count)
-        await self.ingest.flush()
-        await self.analysis.flush()
 
     def forget(self) -> None:
         """Drop the cached state (partitions moved)."""
@@ -129,8 +129,9 @@ def register(p: Pipeline, *, analysis: bool = True) -> None:
     stream = Stream(p, analysis=analysis)
     p.extras["stream"] = stream
 
-    @p.app.on_partitions_assigned.connect
-    async def _reassigned(app: object, assigned: object = None, **kwargs: object) -> None:  # noqa: ARG001
+    # mode's stub for a signal handler accepts no coroutine function mypy can match
+    @p.app.on_partitions_assigned.connect  # type: ignore[arg-type]
+    async def _reassigned(app: object, assigned: object = None, **kwargs: object) -> None:
         stream.forget()
 
     channel = p.app.topic(*stream.names, schema=RawSchema())
