@@ -1,8 +1,14 @@
 """The feedback stage's side effects: store, generate once, store the reply, publish.
 
 :class:`FeedbackService` turns a :class:`FeedbackRequest` into stored rows
-and published records.  The Faust adapter calls :meth:`~FeedbackService.handle`
-for every request and :meth:`~FeedbackService.retry_pending` periodically.
+and published records.  The service is the one owner of the request's lifecycle: it
+makes a request durable (:meth:`~FeedbackService.accept`, also inside
+:meth:`~FeedbackService.handle`; :meth:`~FeedbackService.record_question` for
+a question the gateway takes before any request is built), generates and
+stores its reply, publishes it, and retries it.  The worker calls
+:meth:`~FeedbackService.accept` for every request, :meth:`~FeedbackService.handle`
+in the background and :meth:`~FeedbackService.retry_pending` periodically; the
+worker and the gateway build it with :func:`feedback.factory.build_service`.
 
 Guarantees (Postgres is the outbox):
 
@@ -135,6 +141,18 @@ class RetryReport:
     republished: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class RecordedQuestion:
+    """What :meth:`FeedbackService.record_question` stored.
+
+    :ivar new_request: the question row is new (False: the same request id was stored before).
+    """
+
+    request_id: str
+    message: messages.StoredMessage
+    new_request: bool
+
+
 @dataclass
 class _Plan:
     """The result of a transaction, and what to publish once it has committed."""
@@ -178,6 +196,43 @@ class FeedbackService:
         self.retry_workers = settings.llm_concurrency
 
     # --- entry points ------------------------------------------------------------
+    async def accept(self, request: FeedbackRequest) -> bool:
+        """Make the request durable; True when generation is still to do.
+
+        A proactive fire is stored ``pending`` (a suppressed one is stored
+        with its reason and its outcome published: nothing is left to do); a
+        question is stored with its request.  Idempotent.
+
+        :raises Exception: a database failure (connection-level: retry; any
+            other: the database refused the request).
+        """
+        if request.lane is Lane.PROACTIVE and request.decision == "suppress":
+            await self.handle(request)  # recorded with its reason; no model involved
+            return False
+        if request.lane is Lane.PROACTIVE:
+            await self._durable_fire(request)
+            return True
+        async with self.pool.acquire() as conn:
+            await self._durable_question(conn, request)
+        return True
+
+    async def record_question(
+        self, *, request_id: str, student_key: str, session_id: str | None, text: str
+    ) -> RecordedQuestion:
+        """Store a student's question ``pending`` with its student message (one
+        transaction), before any feedback request is built (the gateway).
+        Idempotent: the same request id stores nothing twice."""
+        async with self.pool.acquire() as conn, conn.transaction():
+            new, stored = await outbox.record_question(conn, request_id, student_key,
+                                                       session_id, text)
+        return RecordedQuestion(request_id, stored, new)
+
+    async def aclose(self) -> None:
+        """Close the model client (the worker and the gateway call it at shutdown)."""
+        aclose = getattr(self.llm, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
     async def handle(self, request: FeedbackRequest) -> HandleResult:
         """Act on one request (either lane); publishes after each commit.
 
@@ -238,12 +293,16 @@ class FeedbackService:
                 return _Plan(HandleResult("suppressed", outcome=outcome), Lane.PROACTIVE,
                              publish=[outcome])
             return await self._stored_state(trigger.trigger_id)
-        first = await triggers.record_trigger(self.pool, request, status="pending")
+        first = await self._durable_fire(request)
         async with self.pool.acquire() as conn, conn.transaction():
             row = await triggers.lock_trigger(conn, trigger.trigger_id)
             if row is not None and row.status == "pending":
                 return await self._finish_trigger(conn, request, first=first, started=started)
         return await self._stored_state(trigger.trigger_id)
+
+    async def _durable_fire(self, request: FeedbackRequest) -> bool:
+        """Store a proactive fire ``pending`` with its request; True if new."""
+        return await triggers.record_trigger(self.pool, request, status="pending")
 
     async def _finish_trigger(
         self, conn: asyncpg.Connection, request: FeedbackRequest, *, first: bool, started: float
@@ -294,8 +353,7 @@ class FeedbackService:
     # --- reactive ----------------------------------------------------------------
     async def _reactive(self, request: FeedbackRequest, started: float) -> _Plan:
         async with self.pool.acquire() as conn:
-            async with conn.transaction():
-                qid, first = await outbox.store_question(conn, request)
+            qid, first = await self._durable_question(conn, request)
             async with conn.transaction():
                 row = await requests.lock_question(conn, qid)
                 if row is not None and row.status == "pending":
@@ -307,6 +365,15 @@ class FeedbackService:
         message = answer.to_feedback_message()
         return _Plan(HandleResult("answered", message), Lane.REACTIVE, publish=[message],
                      counted=False)
+
+    @staticmethod
+    async def _durable_question(conn: asyncpg.Connection, request: FeedbackRequest) -> tuple[str, bool]:
+        """Store a reactive request's question with the request (its own transaction).
+
+        :returns: ``(question id, True if the question row is new)``.
+        """
+        async with conn.transaction():
+            return await outbox.store_question(conn, request)
 
     async def _finish_question(
         self, conn: asyncpg.Connection, request: FeedbackRequest, qid: str, *, first: bool,

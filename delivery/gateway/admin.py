@@ -10,13 +10,12 @@ holds only messages this call created, so a nudge the pipeline already sent
 is neither generated nor listed again.  While the database (or the broker)
 cannot be reached it answers 503 with a JSON error, never a 500.
 
-The feedback service (with its model client) is built on the first tick and
-closed with the app.
+The feedback service is the gateway's one service (:attr:`Gateway.service`,
+built with the app's clients by :func:`feedback.factory.build_service`).
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from typing import Any
@@ -28,18 +27,15 @@ from aiokafka.errors import KafkaError
 
 from delivery.gateway.auth import json_error
 from delivery.gateway.payloads import iso
-from delivery.gateway.state import GATEWAY, Gateway
+from delivery.gateway.state import GATEWAY
 from delivery.gateway.tokens import canonical_key
-from topology import topics as T
-from topology.schemas.base import encode, to_jsonable
-from topology.schemas.feedback import FeedbackMessage, NudgeOutcome
+from topology.schemas.base import to_jsonable
+from topology.schemas.feedback import FeedbackMessage
 
 log = logging.getLogger(__name__)
 
-_SERVICE = "feedback_service"
 #: Failures that mean a dependency is unreachable (answered 503), not a bug (500).
 _UNAVAILABLE = (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError, KafkaError)
-_LOCK = "feedback_service_lock"
 
 
 async def tick(request: web.Request) -> web.Response:
@@ -53,7 +49,7 @@ async def tick(request: web.Request) -> web.Response:
     try:
         events = await repo_events.session_events(gw.need_pool(), key, session_id)
         evaluation = evaluate_session(events, gw.settings, now=time.time())
-        service = await _service(gw)
+        service = gw.need_service()
         pushed: list[dict[str, Any]] = []
         for feedback_request in evaluation.requests:
             result = await service.handle(feedback_request)
@@ -94,30 +90,3 @@ def _pushed(message: FeedbackMessage) -> dict[str, Any]:
             "origin": message.origin.value, "text": message.text, "trigger_id": message.trigger_id,
             "trigger_type": message.trigger_type, "feedback_classes": list(message.feedback_classes),
             "model": message.model, "created_at": iso(message.created_at)}
-
-
-async def _service(gw: Gateway) -> Any:
-    """The gateway's feedback service, built once (publishing through its producer)."""
-    lock = gw.extras.setdefault(_LOCK, asyncio.Lock())
-    assert isinstance(lock, asyncio.Lock)
-    async with lock:
-        if _SERVICE not in gw.extras:
-            from feedback.llm import OllamaClient
-            from feedback.service import FeedbackService
-
-            llm = OllamaClient.from_settings(gw.settings)
-            gw.closers.append(llm.aclose)
-            gw.extras[_SERVICE] = FeedbackService(gw.need_pool(), llm, gw.settings,
-                                                  _publisher(gw))
-        return gw.extras[_SERVICE]
-
-
-def _publisher(gw: Gateway) -> Any:
-    topic = gw.settings.topic
-
-    async def publish(record: FeedbackMessage | NudgeOutcome) -> None:
-        name = T.FEEDBACK.name if isinstance(record, FeedbackMessage) else T.NUDGE_OUTCOMES.name
-        await gw.need_producer().send_and_wait(topic(name), encode(record),
-                                               key=record.student_key.encode())
-
-    return publish

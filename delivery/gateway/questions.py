@@ -63,7 +63,7 @@ async def post_message(request: web.Request) -> web.Response:
     try:
         if not await _is_retry(gw, request, request_id):
             await _check_limits(gw, key)
-        saved = await store.store_question(gw.need_pool(), request_id=request_id, student_key=key,
+        saved = await store.store_question(gw.need_service(), request_id=request_id, student_key=key,
                                            session_id=session_id, text=text)
         await publish_question(gw, saved.request_id, saved.message, student.strip(),
                                echo=saved.new_message or not await store.is_published(

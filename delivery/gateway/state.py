@@ -1,6 +1,7 @@
 """The gateway's typed application state (``web.AppKey``s) and its lifecycle.
 
-Clients (the Postgres pool, the Kafka producer, the feed consumer) are created
+Clients (the Postgres pool, the Kafka producer, the feed consumer, the
+feedback service built by :func:`feedback.factory.build_service`) are created
 once in :func:`clients_ctx` (an aiohttp cleanup context) and closed when the
 app stops; open SSE streams live in :data:`STREAMS` and are ended in
 ``on_shutdown`` so a stop never waits for browsers to hang up.  A stream is
@@ -13,6 +14,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import asyncpg
 from aiohttp import web
@@ -26,7 +28,12 @@ from delivery.gateway.payloads import Outgoing
 from delivery.gateway.pubsub import Hub
 from delivery.gateway.sse import OpenStream, close_all
 from topology import topics as T
+from topology.schemas.base import encode
+from topology.schemas.feedback import FeedbackMessage, NudgeOutcome
 from topology.settings import Settings
+
+if TYPE_CHECKING:
+    from feedback.service import FeedbackService
 
 log = logging.getLogger(__name__)
 
@@ -44,8 +51,10 @@ class Gateway:
     pool: asyncpg.Pool | None = None
     producer: AIOKafkaProducer | None = None
     consumer: FeedConsumer | None = None
+    service: FeedbackService | None = None
+    """The feedback service: stores questions, answers the admin tick."""
     extras: dict[str, object] = field(default_factory=dict)
-    """Clients built on demand (the admin tick's feedback service)."""
+    """Clients built on demand."""
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     """Closed with the app, before the pool and the producer."""
 
@@ -58,6 +67,17 @@ class Gateway:
         if self.producer is None:
             raise RuntimeError("the gateway's Kafka producer is not started")
         return self.producer
+
+    def need_service(self) -> FeedbackService:
+        if self.service is None:
+            raise RuntimeError("the gateway's feedback service is not built")
+        return self.service
+
+    async def publish_feedback(self, record: FeedbackMessage | NudgeOutcome) -> None:
+        """The feedback service's publisher: a record to its topic, keyed by the student."""
+        name = T.FEEDBACK.name if isinstance(record, FeedbackMessage) else T.NUDGE_OUTCOMES.name
+        await self.need_producer().send_and_wait(self.settings.topic(name), encode(record),
+                                                 key=record.student_key.encode())
 
 
 GATEWAY: web.AppKey[Gateway] = web.AppKey("gateway", Gateway)
@@ -98,6 +118,7 @@ def unregister_stream(app: web.Application, stream: OpenStream) -> None:
 async def clients_ctx(app: web.Application) -> AsyncIterator[None]:
     """Open the pool, the producer and the consumer; close them on cleanup."""
     from delivery.db import create_pool
+    from feedback.factory import build_service
     from topology.kafka_admin import ensure_topics
 
     gw = app[GATEWAY]
@@ -108,6 +129,7 @@ async def clients_ctx(app: web.Application) -> AsyncIterator[None]:
                                    enable_idempotence=True, linger_ms=0,
                                    client_id="vexnudge-gateway")
     gw.consumer = FeedConsumer(s, gw.hub, gw.metrics)
+    gw.service = service = build_service(s, gw.pool, gw.publish_feedback)
     try:
         await gw.producer.start()
         await gw.consumer.start()
@@ -120,6 +142,7 @@ async def clients_ctx(app: web.Application) -> AsyncIterator[None]:
                 await close()
             except Exception:  # closing must go on
                 log.exception("gateway: closing a client failed")
+        await service.aclose()
         await gw.consumer.stop()
         await gw.producer.stop()
         await gw.pool.close()

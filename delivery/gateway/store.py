@@ -1,9 +1,10 @@
 """The gateway's Postgres access: replay, history, questions, the board snapshot.
 
-Writes and the message cursor go through the repositories
-(:mod:`delivery.repo.messages`, :mod:`delivery.repo.requests`); the two
-read-only views only the gateway needs (history since a time, the board's
-recent triggers with their nudges) are queried here.
+A question is stored by the feedback service
+(:meth:`feedback.service.FeedbackService.record_question`), the one owner of a
+durable request; the message cursor goes through :mod:`delivery.repo.messages`;
+the two read-only views only the gateway needs (history since a time, the
+board's recent triggers with their nudges) are queried here.
 
 The question limits count a student's pending questions here, and the
 re-publish sweep finds pending questions whose student message was never
@@ -20,13 +21,15 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import asyncpg
 
 from delivery.gateway.payloads import MessageView
 from delivery.repo import messages as repo_messages
-from delivery.repo import requests as repo_requests
+
+if TYPE_CHECKING:
+    from feedback.service import FeedbackService
 
 REPLAY_PAGE = 500
 #: The stream carries both sides of the conversation.
@@ -93,23 +96,21 @@ class StoredQuestion:
     new_message: bool
 
 
-async def store_question(pool: asyncpg.Pool, *, request_id: str, student_key: str,
+async def store_question(service: FeedbackService, *, request_id: str, student_key: str,
                          session_id: str | None, text: str) -> StoredQuestion:
-    """Record the question (chat.requests) and its student message (chat.messages).
+    """Record the question (chat.requests) and its student message (chat.messages)
+    through the feedback service, the one owner of a durable request.
 
     The student message's response id is the request id itself.
     """
-    async with pool.acquire() as conn, conn.transaction():
-        new_request = await repo_requests.record_question(conn, request_id, student_key, session_id, text)
-        stored = await repo_messages.insert_message(
-            conn, response_id=request_id, student_key=student_key, session_id=session_id,
-            role="student", text=text, origin="reactive", classes=[], model=None,
-            trigger_id=None, request_id=request_id)
+    recorded = await service.record_question(request_id=request_id, student_key=student_key,
+                                             session_id=session_id, text=text)
+    stored = recorded.message
     message = MessageView(
         message_id=int(stored.id), response_id=str(stored.response_id), student_key=student_key,
         session_id=session_id, role="student", origin="reactive", text=text,
         created_ts=stored.created_at)
-    return StoredQuestion(request_id, message, bool(new_request), bool(stored.inserted))
+    return StoredQuestion(request_id, message, recorded.new_request, stored.inserted)
 
 
 async def board_snapshot(pool: asyncpg.Pool, limit: int = 200) -> list[dict[str, Any]]:

@@ -1,7 +1,10 @@
 """The feedback outbox's compound writes, each meant for one transaction.
 
-- :func:`store_question`: a student's question as a ``chat.requests`` row
-  plus the student's ``chat.messages`` row, with the built request attached;
+- :func:`record_question`: a student's question as a ``chat.requests`` row
+  plus the student's ``chat.messages`` row (what the gateway stores before
+  any request is built);
+- :func:`store_question`: the same for a reactive request, with the built
+  request attached;
 - :func:`store_nudge`: a fire's reply message, and the fire marked ``acted``;
 - :func:`store_answer`: a question's reply message, and the question marked
   ``answered``.
@@ -65,6 +68,21 @@ async def stored_message(db: Executor, response_id: str) -> FeedbackMessage:
     return row.to_feedback_message()
 
 
+async def record_question(
+    conn: asyncpg.Connection, qid: str, student_key: str, session_id: str | None, text: str
+) -> tuple[bool, messages.StoredMessage]:
+    """Store a question (``pending``) and the student's message under the question id.
+
+    :returns: ``(True if the question row is new, the student's stored message)``.
+    """
+    new = await requests.record_question(conn, qid, student_key, session_id, text)
+    stored = await messages.insert_message(
+        conn, response_id=qid, student_key=student_key, session_id=session_id,
+        role="student", text=text, origin=Lane.REACTIVE, request_id=qid,
+    )
+    return new, stored
+
+
 async def store_question(conn: asyncpg.Connection, request: FeedbackRequest) -> tuple[str, bool]:
     """Store a reactive request's question (both rows) and attach the request.
 
@@ -72,11 +90,7 @@ async def store_question(conn: asyncpg.Connection, request: FeedbackRequest) -> 
     """
     qid = question_id(request)
     text = request.question if request.question and request.question.strip() else HELP_TEXT
-    new = await requests.record_question(conn, qid, request.student_key, request.session_id, text)
-    await messages.insert_message(
-        conn, response_id=qid, student_key=request.student_key, session_id=request.session_id,
-        role="student", text=text, origin=Lane.REACTIVE, request_id=qid,
-    )
+    new, _ = await record_question(conn, qid, request.student_key, request.session_id, text)
     await requests.attach_request(conn, qid, request)
     return qid, new
 

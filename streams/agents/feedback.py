@@ -45,30 +45,28 @@ RETRY_INTERVAL_S = 5.0
 
 
 class Resources:
-    """The worker's Postgres pool, model client and feedback service (created once)."""
+    """The worker's Postgres pool and feedback service (created once; the service owns
+    its model client)."""
 
     def __init__(self, p: Pipeline) -> None:
         self.p = p
         self._lock = asyncio.Lock()
         self.pool: Any = None
-        self.llm: Any = None
         self.service: Any = None
         self.tasks: set[asyncio.Task[None]] = set()
         self.slots = asyncio.Semaphore(p.settings.llm_concurrency)
 
     async def ready(self) -> Any:
-        """The feedback service, creating the pool and the client on first use."""
+        """The feedback service, creating the pool and the service on first use."""
         async with self._lock:
             if self.service is None:
                 from delivery.db import create_pool
-                from feedback.llm import OllamaClient
-                from feedback.service import FeedbackService
+                from feedback.factory import build_service
 
                 self.pool = await create_pool(self.p.settings)
-                self.llm = OllamaClient.from_settings(self.p.settings)
-                self.service = FeedbackService(self.pool, self.llm, self.p.settings, self.publish,
-                                               metrics=ServiceMetricsAdapter(self.p),
-                                               on_refused=self.refused_request)
+                self.service = build_service(self.p.settings, self.pool, self.publish,
+                                             metrics=ServiceMetricsAdapter(self.p),
+                                             on_refused=self.refused_request)
         return self.service
 
     def reset_if_broken(self) -> None:
@@ -90,8 +88,8 @@ class Resources:
         for task in list(self.tasks):
             task.cancel()
         await asyncio.gather(*self.tasks, return_exceptions=True)
-        if self.llm is not None:
-            await self.llm.aclose()
+        if self.service is not None:
+            await self.service.aclose()
         if self.pool is not None:
             await self.pool.close()
 
@@ -114,21 +112,6 @@ class ServiceMetricsAdapter:
         self.m.nudge_seconds.observe(timing.service_s)
 
 
-async def accept(service: Any, request: FeedbackRequest) -> bool:
-    """Make the request durable; True when generation is still to do."""
-    from delivery.repo import outbox, triggers
-
-    if request.lane is Lane.PROACTIVE and request.decision == "suppress":
-        await service.handle(request)  # recorded with its reason; no model involved
-        return False
-    if request.lane is Lane.PROACTIVE:
-        await triggers.record_trigger(service.pool, request, status="pending")
-        return True
-    async with service.pool.acquire() as conn, conn.transaction():
-        await outbox.store_question(conn, request)
-    return True
-
-
 def resources(p: Pipeline) -> Resources:
     """The worker's one :class:`Resources`, closed at shutdown.
 
@@ -139,8 +122,10 @@ def resources(p: Pipeline) -> Resources:
     """
     res = p.extras.get("resources")
     if res is None:
-        import feedback.llm
-        import feedback.service  # noqa: F401 - imported now, not at the first trigger
+        # imported now, not at the first trigger
+        import delivery.db
+        import delivery.repo.events  # noqa: F401
+        import feedback.factory  # noqa: F401
 
         res = p.extras["resources"] = Resources(p)
 
@@ -198,7 +183,9 @@ def register(p: Pipeline) -> None:
 
 
 async def accept_with_retry(res: Resources, request: FeedbackRequest, message: Any = None) -> bool:
-    """:func:`accept`, holding the stream while Postgres is unreachable (never dropping).
+    """The service makes ``request`` durable (:meth:`~feedback.service.FeedbackService.accept`),
+    holding the stream while Postgres is unreachable (never dropping); True when
+    generation is still to do.
 
     A request the database refuses is dead-lettered (``sink_refused``), one that
     cannot be acted on at all too (``processing_error``); both return False.
@@ -214,7 +201,7 @@ async def accept_with_retry(res: Resources, request: FeedbackRequest, message: A
     while True:
         try:
             service = await res.ready()
-            return await accept(service, request)
+            return bool(await service.accept(request))
         except BadFeedbackRequest as exc:
             await dead_letter_failure(res.p, "feedback", data or encode(request),
                                       source or _NO_SOURCE, exc, request.student_key)

@@ -22,6 +22,7 @@ import pytest
 
 from delivery.db import open_pool
 from delivery.repo import events, messages, outbox, requests, triggers
+from feedback.factory import build_service
 from feedback.service import FeedbackService, Published
 from streams.agents import web
 from streams.agents.eventstore import store_with_retry
@@ -130,7 +131,7 @@ async def resources(p: Any, pool: asyncpg.Pool, settings: Settings) -> Resources
     """The worker's resources on the test pool (no model: the template answers)."""
     res = Resources(p)
     res.pool = pool
-    res.service = FeedbackService(pool, None, settings, res.publish, on_refused=res.refused_request)
+    res.service = build_service(settings, pool, res.publish, llm=None, on_refused=res.refused_request)
     return res
 
 

@@ -17,7 +17,7 @@ FORBIDDEN = frozenset(
 )
 ALLOWED_PROJECT = frozenset({"feedback", "topology", "streams", "tree_edit"})  # tree_edit is pure too
 #: Adapter modules that may talk to a model server (not part of the pure core).
-ADAPTERS = ("llm", "service.py", "generate.py")
+ADAPTERS = ("llm", "service.py", "generate.py", "factory.py")
 
 
 def pure_modules() -> list[Path]:
