@@ -89,26 +89,29 @@ async def _run(settings: Settings, student: str, session: str | None, text: str,
     return 0
 
 
+async def _publishes_nothing(record: object) -> None:
+    """Recording a question publishes nothing (the question goes out as a ChatRequest)."""
+    raise AssertionError(f"vexnudge ask does not publish {type(record).__name__}")
+
+
 async def ask(settings: Settings, pool: asyncpg.Pool, student: str, session: str | None,
               text: str, *, request_id: str) -> ChatRequest:
     """Store the question and publish its :class:`ChatRequest`; returns the request."""
     from aiokafka import AIOKafkaProducer
 
-    from delivery.repo import messages, requests
+    from feedback.factory import build_service
     from streams.ingest import student_key
     from topology import topics
     from topology.kafka_admin import ensure_topics
     from topology.schemas.base import encode
-    from topology.schemas.feedback import ChatRequest, Lane
+    from topology.schemas.feedback import ChatRequest
 
     key = student_key(student)
     chat = ChatRequest(request_id=request_id, student_key=key, student_id=student.strip(),
                        session_id=session, text=text, ts=time.time(), source="cli")
-    async with pool.acquire() as conn, conn.transaction():
-        await requests.record_question(conn, request_id, key, session, text)
-        await messages.insert_message(conn, response_id=request_id, student_key=key,
-                                      session_id=session, role="student", text=text,
-                                      origin=Lane.REACTIVE, request_id=request_id)
+    service = build_service(settings, pool, _publishes_nothing, llm=None)
+    await service.record_question(request_id=request_id, student_key=key, session_id=session,
+                                  text=text)
     topic = settings.topic(topics.CHAT_REQUESTS.name)
     await ensure_topics(settings, [topic])
     producer = AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap_servers,
