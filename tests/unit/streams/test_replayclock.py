@@ -86,3 +86,21 @@ def test_deterministic_for_the_same_input() -> None:
         clock = ReplayClock()
         runs.append([clock.observe(p, ts) for p, ts in events])
     assert runs[0] == runs[1]
+
+
+@pytest.mark.parametrize("partitions", [1, 8])
+def test_the_in_process_replay_following_the_clock_reproduces_the_golden_file(partitions: int) -> None:
+    """The rule the broker replay follows (a watermark per partition), in process:
+    every golden figure of the sample classroom holds, trailing alerts included."""
+    from streams.config import EngineConfig
+    from streams.local import analyze_lines, read_lines
+    from streams.scoring import TreeEditScorer
+    from streams.summary import build_summary
+    from tests.datafiles import SAMPLE_CLASSROOM, golden_for
+    from tests.golden_compare import assert_same_as_golden
+
+    run = analyze_lines(read_lines(SAMPLE_CLASSROOM.read_bytes()), EngineConfig(), TreeEditScorer(),
+                        partitions=partitions)
+    summary = build_summary(run.observed, input_name=SAMPLE_CLASSROOM.name, input_sha256=run.sha256,
+                            input_report=run.report)
+    assert_same_as_golden(summary, golden_for(SAMPLE_CLASSROOM))
