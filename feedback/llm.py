@@ -45,7 +45,7 @@ from feedback.errors import (
 from feedback.sanitize import _strip_reasoning as strip_reasoning
 from feedback.templates import template_for_request
 from topology.schemas.feedback import FeedbackRequest
-from topology.settings import Settings
+from topology.settings import Settings, default
 
 #: The answer budget of a feedback call (tokens).
 NUM_PREDICT = 240
@@ -128,9 +128,9 @@ class OllamaClient:
         *,
         host: str,
         model: str,
-        timeout_s: float = 30.0,
-        max_retries: int = 2,
-        concurrency: int = 4,
+        timeout_s: float = default("llm_timeout_s"),
+        max_retries: int = default("llm_max_retries"),
+        concurrency: int = default("llm_concurrency"),
         num_predict: int = NUM_PREDICT,
         backoff: Backoff | None = None,
         rand: Callable[[], float] = random.random,

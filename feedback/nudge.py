@@ -36,7 +36,7 @@ from enum import StrEnum
 from typing import Any
 
 from topology.schemas.analysis import TriggerFired, TriggerType
-from topology.settings import Settings
+from topology.settings import Settings, default
 
 PRIORITY: dict[TriggerType, int] = {
     TriggerType.WHEEL_SPIN: 5,
@@ -70,13 +70,17 @@ class SuppressReason(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class NudgeConfig:
-    """The policy's settings (built once from :class:`~topology.settings.Settings`)."""
+    """The policy's settings (built once from :class:`~topology.settings.Settings`).
 
-    enabled: bool = False
-    disabled_types: frozenset[TriggerType] = frozenset()
-    cooldown_s: float = 90.0
-    realert_cap: int = 1
-    max_age_s: float = 900.0
+    The defaults are the settings' own (:func:`topology.settings.default`).
+    """
+
+    enabled: bool = default("trigger_daemon_enabled")
+    disabled_types: frozenset[TriggerType] = frozenset(
+        TriggerType(t) for t in default("trigger_disabled"))
+    cooldown_s: float = default("nudge_cooldown_s")
+    realert_cap: int = default("inactive_realert_nudge_cap")
+    max_age_s: float = default("nudge_max_age_s")
 
     @classmethod
     def from_settings(cls, settings: Settings) -> NudgeConfig:

@@ -12,22 +12,22 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
+from streams.programs import ProgramInfo, UnusableWorkspace, digest
+from topology.settings import default
 from tree_edit import DistanceCalculator, NotComparable, Tree, WorkspaceError, parse_workspace
 from tree_edit.distance import cells_within
 from tree_edit.tree import empty_tree
 
-from streams.programs import ProgramInfo, UnusableWorkspace, digest
-
-
 #: The default CPU budget of one distance (TREE_EDIT_MAX_CPU_MS).
-DEFAULT_MAX_CPU_MS = 500.0
+DEFAULT_MAX_CPU_MS: float = default("tree_edit_max_cpu_ms")
 
 
 class TreeEditScorer:
     """Parses and compares programs; ``max_blocks`` guards the distance."""
 
     def __init__(
-        self, max_blocks: int = 2000, cache_size: int = 4096, tree_cache_size: int = 256,
+        self, max_blocks: int = default("tree_edit_max_blocks"),
+        cache_size: int = default("tree_edit_cache_size"), tree_cache_size: int = 256,
         on_not_comparable: Callable[[NotComparable], None] | None = None,
         max_cpu_ms: float = DEFAULT_MAX_CPU_MS,
     ) -> None:

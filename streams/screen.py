@@ -20,12 +20,15 @@ from typing import Any
 
 import orjson
 
+from topology.settings import default
+
 #: Longest ``studentID`` / ``sessionID`` / ``eventType`` (after trimming).
 FIELD_MAX_CHARS = 128
-#: Default line limit: 1 MiB (the broker's default record limit) minus 1 KiB of
-#: record overhead (batch header, key, headers).
-DEFAULT_RAW_MAX_BYTES = 1_048_576 - 1024
-DEFAULT_CLOCK_SKEW_MAX_S = 300.0
+#: Default line limit (RAW_MAX_BYTES): 1 MiB (the broker's default record limit)
+#: minus 1 KiB of record overhead (batch header, key, headers).
+DEFAULT_RAW_MAX_BYTES: int = default("raw_max_bytes")
+#: Default CLOCK_SKEW_MAX_S.
+DEFAULT_CLOCK_SKEW_MAX_S: float = default("clock_skew_max_s")
 
 _SCREENED_FIELDS = ("studentID", "sessionID", "eventType")
 _CONTROL = re.compile("[\x00-\x1f\x7f]")

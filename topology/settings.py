@@ -11,7 +11,7 @@ Secrets are :class:`pydantic.SecretStr` and never printed.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -284,6 +284,16 @@ class Settings(BaseSettings):
     def topic(self, name: str) -> str:
         """The full topic name for the logical ``name`` (``vex.events`` ...)."""
         return f"{self.topic_prefix}{name}"
+
+
+def default(name: str) -> Any:
+    """The default of the :class:`Settings` field ``name``, not what the environment says.
+
+    Pure values built from the settings (``NudgeConfig``, ``EngineConfig``,
+    ``Limits``, the model client...) take their own keyword defaults from here, so
+    every default is written once, in this module.
+    """
+    return Settings.model_fields[name].get_default(call_default_factory=True)
 
 
 def load_settings(**overrides: object) -> Settings:
