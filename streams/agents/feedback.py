@@ -24,9 +24,10 @@ import logging
 import time
 from typing import Any, Literal
 
-from streams.agents.emit import dead_letter_failure, original_text, publish
+from streams.agents.emit import dead_letter_failure, publish
 from streams.agents.ingest import source_of
 from streams.agents.pipeline import Pipeline
+from streams.deadletters import original_text
 from topology import topics as T
 from topology.schemas import (
     DeadLetter,
