@@ -75,8 +75,8 @@ class Gateway:
 
     async def publish_feedback(self, record: FeedbackMessage | NudgeOutcome) -> None:
         """The feedback service's publisher: a record to its topic, keyed by the student."""
-        name = T.FEEDBACK.name if isinstance(record, FeedbackMessage) else T.NUDGE_OUTCOMES.name
-        await self.need_producer().send_and_wait(self.settings.topic(name), encode(record),
+        topic = self.settings.topic(T.home_of(type(record)).name)
+        await self.need_producer().send_and_wait(topic, encode(record),
                                                  key=record.student_key.encode())
 
 
