@@ -47,7 +47,7 @@ ARGS = _arguments()
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 sys.path.insert(0, str(ARGS.root.resolve()))
 
-from bench.common import classroom_lines, machine, stack_settings  # noqa: E402
+from bench.common import classroom_lines, machine, stack_settings
 
 
 class Message:
@@ -66,11 +66,11 @@ class Event:
 
 async def agent_run(lines: list[bytes], batch: int) -> dict[str, Any]:
     """One pass of the lines through a fresh pipeline's stream agent."""
+    from streams.agents.pipeline import build_pipeline
     from streams.agents.stream import Stream
     from streams.ingest import routing_key
-    from topology.partitioning import partition_for
-    from streams.agents.pipeline import build_pipeline
     from topology.kafka_admin import ensure_topics
+    from topology.partitioning import partition_for
 
     prefix = f"bench-agent-{uuid.uuid4().hex[:6]}."
     settings = stack_settings().model_copy(update={

@@ -39,9 +39,9 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-import orjson  # noqa: E402
+import orjson
 
-from vexnudge.childproc import ChildProcess  # noqa: E402
+from vexnudge.childproc import ChildProcess
 
 SAMPLE = ROOT / "tests" / "data" / "fixtures" / "sample_classroom.ndjson"
 #: New envelope ids start here (the sample's ids are 42,100,000-42,101,006).

@@ -41,22 +41,22 @@ _HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 sys.path.insert(0, str(_HERE.parent))
 
-import asyncpg  # noqa: E402
-import httpx  # noqa: E402
-from aiokafka import AIOKafkaProducer  # noqa: E402
+import asyncpg
+import httpx
+from aiokafka import AIOKafkaProducer
 
-from delivery.db import open_pool  # noqa: E402
-from feedback.llm import OllamaClient  # noqa: E402
-from feedback.service import DeliveryTiming, FeedbackService, Published  # noqa: E402
-from streams.ids import derived_id, trigger_id  # noqa: E402
-from tests.fakes.process import fake_ollama_subprocess  # noqa: E402
-from tests.fakes.scratch_db import scratch_database  # noqa: E402
-from tests.unit.feedback.prompt_cases import METRICS, PROGRAM  # noqa: E402
-from topology.kafka_admin import ensure_topics  # noqa: E402
-from topology.schemas.analysis import TriggerEvidence, TriggerFired, TriggerType  # noqa: E402
-from topology.schemas.base import encode  # noqa: E402
-from topology.schemas.feedback import FeedbackRequest, Lane  # noqa: E402
-from topology.settings import Settings, load_settings  # noqa: E402
+from delivery.db import open_pool
+from feedback.llm import OllamaClient
+from feedback.service import DeliveryTiming, FeedbackService, Published
+from streams.ids import derived_id, trigger_id
+from tests.fakes.process import fake_ollama_subprocess
+from tests.fakes.scratch_db import scratch_database
+from tests.unit.feedback.prompt_cases import METRICS, PROGRAM
+from topology.kafka_admin import ensure_topics
+from topology.schemas.analysis import TriggerEvidence, TriggerFired, TriggerType
+from topology.schemas.base import encode
+from topology.schemas.feedback import FeedbackRequest, Lane
+from topology.settings import Settings, load_settings
 
 
 @dataclass

@@ -45,7 +45,7 @@ from pathlib import Path
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import (  # noqa: E402
+from bench.common import (
     BenchWorker,
     Watch,
     classroom_lines,
@@ -64,7 +64,7 @@ from bench.common import (  # noqa: E402
     stack_settings,
     table,
 )
-from topology import topics as T  # noqa: E402
+from topology import topics as T
 
 WARMUP_LINE = (b'{"id": 1, "studentID": "bench-warmup", "raw_message": "{\\"studentID\\": \\"bench-warmup\\", '
                b'\\"sessionID\\": \\"warm\\", \\"timestamp\\": \\"2026-06-15T12:59:00Z\\", '

@@ -68,9 +68,9 @@ from typing import Any
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import orjson  # noqa: E402
+import orjson
 
-from bench.common import (  # noqa: E402
+from bench.common import (
     BenchWorker,
     Line,
     Watch,
@@ -95,9 +95,9 @@ from bench.common import (  # noqa: E402
     table,
     thread_cpu_seconds,
 )
-from bench.ingest import parse_variant, warm_up  # noqa: E402
-from vexnudge.gatewayproc import free_port  # noqa: E402
-from topology import topics as T  # noqa: E402
+from bench.ingest import parse_variant, warm_up
+from topology import topics as T
+from vexnudge.gatewayproc import free_port
 
 STATE_TABLES = ("students", "programs", "ingest-seen")
 OUTPUTS = (T.EVENTS, T.RUNS, T.TRIGGERS, T.EPISODES, T.DEADLETTER, T.FEEDBACK_REQUESTS)

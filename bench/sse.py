@@ -52,20 +52,20 @@ from pathlib import Path
 _HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 
-import aiohttp  # noqa: E402
-import asyncpg  # noqa: E402
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition  # noqa: E402
+import aiohttp
+import asyncpg
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
-from delivery.db import create_pool  # noqa: E402
-from delivery.gateway import tokens  # noqa: E402
-from delivery.gateway.client import SseParser  # noqa: E402
-from vexnudge.gatewayproc import GatewayProcess  # noqa: E402
-from delivery.repo import messages as repo_messages  # noqa: E402
-from topology import topics as T  # noqa: E402
-from topology.kafka_admin import ensure_topics  # noqa: E402
-from topology.schemas.base import encode  # noqa: E402
-from topology.schemas.feedback import FeedbackMessage, Lane  # noqa: E402
-from topology.settings import Settings, load_settings  # noqa: E402
+from delivery.db import create_pool
+from delivery.gateway import tokens
+from delivery.gateway.client import SseParser
+from delivery.repo import messages as repo_messages
+from topology import topics as T
+from topology.kafka_admin import ensure_topics
+from topology.schemas.base import encode
+from topology.schemas.feedback import FeedbackMessage, Lane
+from topology.settings import Settings, load_settings
+from vexnudge.gatewayproc import GatewayProcess
 
 
 @dataclass

@@ -36,7 +36,7 @@ from pathlib import Path
 _HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 
-from tree_edit import (  # noqa: E402
+from tree_edit import (
     BACKEND,
     Program,
     Tree,
@@ -45,8 +45,8 @@ from tree_edit import (  # noqa: E402
     parse_workspace,
     synthetic,
 )
-from tree_edit.reference import reference_distance  # noqa: E402
-from tree_edit.runs import run_steps  # noqa: E402
+from tree_edit.reference import reference_distance
+from tree_edit.runs import run_steps
 
 ROOT = _HERE.parent
 CLASSROOM = ROOT / "tests" / "data" / "fixtures" / "sample_classroom.ndjson"

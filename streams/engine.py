@@ -11,12 +11,14 @@ same outputs (and the same ids) every time.
 from __future__ import annotations
 
 import time
+
+from feedback.nudge import NudgeConfig
 from streams import inactivity
 from streams.config import EngineConfig
-from feedback.nudge import NudgeConfig
 from streams.episodes import Episode, Pause, Segment, Segmenter
 from streams.ids import trigger_id
 from streams.metrics import MetricEvent
+from streams.nudging import apply_policy
 from streams.programs import (
     DictMetricLog,
     MetricLog,
@@ -27,7 +29,6 @@ from streams.programs import (
     digest,
 )
 from streams.runs import Fire, StretchCounters, score_run
-from streams.nudging import apply_policy
 from streams.state import SessionState, StudentState
 from streams.timeutil import iso_utc
 from topology.schemas import (

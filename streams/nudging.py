@@ -11,9 +11,8 @@ canned reply (no session yet, or a run in progress).
 
 from __future__ import annotations
 
-from typing import Any
-
 from collections.abc import Sequence
+from typing import Any
 
 from feedback.nudge import NudgeConfig, NudgeState, Verdict, decide
 from streams.ids import derived_id

@@ -15,7 +15,7 @@ from typing import Any
 
 from streams.config import EngineConfig
 from streams.local import LocalAnalyzer
-from streams.summary import Observed, _counts, _event_id, _trigger_row, _UNSCORED
+from streams.summary import _UNSCORED, Observed, _counts, _event_id, _trigger_row
 from topology.schemas import NormalizedEvent, TriggerType
 
 #: The session id the merged stream is analysed under (never one of the input's).

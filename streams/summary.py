@@ -235,13 +235,13 @@ def boundary_cases(obs: Observed, config: EngineConfig, horizon: float | None) -
         sessions[(e.student_key, e.session_id)].append(e)
     for events in students.values():
         ordered = sorted(events, key=lambda e: e.ts)
-        for first, second in zip(ordered, ordered[1:]):
+        for first, second in zip(ordered, ordered[1:], strict=False):  # consecutive pairs
             alerts(first, second.ts - first.ts, "inactive_fire")
         if horizon is not None:
             alerts(ordered[-1], horizon - ordered[-1].ts, "inactive_trailing")
     for events in sessions.values():
         ordered = sorted(events, key=lambda e: e.ts)
-        for first, second in zip(ordered, ordered[1:]):
+        for first, second in zip(ordered, ordered[1:], strict=False):  # consecutive pairs
             near(first, second.ts - first.ts, "short_pause", config.short_pause_min_s)
             near(first, second.ts - first.ts, "inactive_pause", config.pause_threshold_s)
     return sorted(rows, key=lambda r: (r["student_id"], r["after_ts"], r["boundary"]))

@@ -18,7 +18,7 @@ def differences(ours: Any, theirs: Any, path: str = "") -> list[str]:
     if isinstance(ours, list) and isinstance(theirs, list):
         if len(ours) != len(theirs):
             return [f"{path}: {len(ours)} items != {len(theirs)}"]
-        return [d for i, (a, b) in enumerate(zip(ours, theirs)) for d in differences(a, b, f"{path}[{i}]")]
+        return [d for i, (a, b) in enumerate(zip(ours, theirs, strict=True)) for d in differences(a, b, f"{path}[{i}]")]
     if ours != theirs or type(ours) is not type(theirs):
         return [f"{path}: {ours!r} != {theirs!r}"]
     return []

@@ -17,7 +17,6 @@ from aiokafka.structs import ConsumerRecord
 from topology.settings import Settings
 from topology.topics import ALL_TOPICS
 
-
 #: The worker's tables; each is backed by a compacted ``<app_id>-<name>-changelog`` topic.
 TABLES: tuple[str, ...] = ("ingest-seen", "students", "programs", "metrics", "watermarks")
 

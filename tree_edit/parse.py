@@ -29,8 +29,8 @@ import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 
 from tree_edit.errors import UnusableReason, WorkspaceError
-from tree_edit.xmlsafe import XmlRefused, parse_xml
 from tree_edit.tree import ROOT_KEY, ROOT_LABEL, Node, NodeKind, Tree, empty_tree
+from tree_edit.xmlsafe import XmlRefused, parse_xml
 
 _INPUT_ORDER = {"value": 0, "statement": 1, "next": 2}
 

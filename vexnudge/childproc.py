@@ -131,13 +131,13 @@ class ChildProcess:
         appended to ``log_path``."""
         self.log_path = log_path
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        self._log = open(log_path, "ab")  # noqa: SIM115 - closed in stop()
+        self._log = open(log_path, "ab")
         prefix = command if command is not None else [sys.executable, "-m", "vexnudge.cli"]
         stop_like_ctrl_c()
         self.process = subprocess.Popen(
             [*prefix, *args], stdout=self._log,
             stderr=subprocess.STDOUT, env={**os.environ, **env} if env else None,
-            start_new_session=True, cwd=cwd, preexec_fn=die_with_parent())  # noqa: PLW1509 - see die_with_parent
+            start_new_session=True, cwd=cwd, preexec_fn=die_with_parent())
 
     @property
     def alive(self) -> bool:

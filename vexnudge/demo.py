@@ -24,18 +24,18 @@ import orjson
 from aiokafka import AIOKafkaConsumer
 
 from delivery.gateway import tokens
-from vexnudge.gatewayproc import GatewayProcess
 from delivery.migrate import migrate_url
 from feedback.nudge import NudgeConfig
 from streams.config import EngineConfig
 from streams.local import analyze_lines, read_lines
 from streams.scoring import TreeEditScorer
 from topology import topics as T
-from vexnudge.childproc import ChildProcess, free_port, stop_all, stop_like_ctrl_c
 from topology.kafka_admin import ensure_topics, wait_consumed
+from topology.settings import PROJECT_ROOT, Settings
+from vexnudge.childproc import ChildProcess, free_port, stop_all, stop_like_ctrl_c
+from vexnudge.gatewayproc import GatewayProcess
 from vexnudge.producer import produce_lines
 from vexnudge.replay import delete_topics, horizon_of, send_final_ticks
-from topology.settings import PROJECT_ROOT, Settings
 from vexnudge.workerproc import WorkerProcess
 
 SAMPLE = PROJECT_ROOT / "tests" / "data" / "fixtures" / "sample_classroom.ndjson"

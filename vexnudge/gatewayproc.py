@@ -5,8 +5,8 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from vexnudge.childproc import ChildProcess, free_port
 from topology.settings import Settings
+from vexnudge.childproc import ChildProcess, free_port
 
 __all__ = ["GatewayProcess", "free_port"]
 

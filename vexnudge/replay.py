@@ -23,7 +23,6 @@ from streams.ingest import decode_line
 from streams.summary import Observed
 from topology import topics as T
 from topology.kafka_admin import delete_topics_where, ensure_topics, read_to_end, topic_names, wait_consumed
-from vexnudge.producer import ProduceStats, produce_lines
 from topology.schemas import (
     ClockTick,
     EpisodeClosed,
@@ -33,6 +32,7 @@ from topology.schemas import (
     encode,
 )
 from topology.settings import Settings
+from vexnudge.producer import ProduceStats, produce_lines
 from vexnudge.workerproc import WorkerProcess
 
 OUTPUT_TOPICS: tuple[T.TopicSpec, ...] = (T.EVENTS, T.RUNS, T.TRIGGERS, T.EPISODES, T.DEADLETTER)

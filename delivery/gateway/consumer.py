@@ -26,10 +26,10 @@ from delivery.gateway import payloads as P
 from delivery.gateway.metrics import GatewayMetrics
 from delivery.gateway.pubsub import BOARD, Hub
 from topology import topics as T
-from topology.seam.offsets import force_metadata_update
 from topology.schemas.analysis import TriggerFired
 from topology.schemas.base import SchemaError, decode
 from topology.schemas.feedback import FeedbackMessage, NudgeOutcome
+from topology.seam.offsets import force_metadata_update
 from topology.settings import Settings
 
 log = logging.getLogger(__name__)

@@ -8,9 +8,9 @@ import traceback
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from streams.agents.pipeline import Pipeline
 from streams.deadletters import fitted, original_text
 from topology import topics as T
-from streams.agents.pipeline import Pipeline
 from topology.schemas import (
     DeadLetter,
     RejectReason,

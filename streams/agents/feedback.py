@@ -138,7 +138,8 @@ def resources(p: Pipeline) -> Resources:
                 log.warning("feedback resources not ready at start (%s); retrying at first use", exc)
                 res.reset_if_broken()
 
-        @p.app.on_before_shutdown.connect
+        # mode's stub for a signal handler accepts no coroutine function mypy can match
+        @p.app.on_before_shutdown.connect  # type: ignore[arg-type]
         async def _close(app: object, **kwargs: object) -> None:
             await res.close()
     return res

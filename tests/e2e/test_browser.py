@@ -25,7 +25,6 @@ import pytest
 
 from delivery.db import create_pool
 from delivery.gateway import tokens
-from vexnudge.gatewayproc import GatewayProcess
 from delivery.repo import messages as repo_messages
 from delivery.repo import triggers as repo_triggers
 from tests.e2e.conftest import screenshot
@@ -35,6 +34,7 @@ from topology.schemas.analysis import TriggerEvidence, TriggerFired, TriggerType
 from topology.schemas.base import decode, encode
 from topology.schemas.feedback import ChatRequest, FeedbackRequest, Lane, NudgeOutcome
 from topology.settings import Settings
+from vexnudge.gatewayproc import GatewayProcess
 
 pytestmark = [pytest.mark.browser, pytest.mark.e2e, pytest.mark.integration]
 

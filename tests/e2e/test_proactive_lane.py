@@ -28,9 +28,9 @@ from tests.fakes.process import fake_ollama_subprocess
 from tests.fakes.scratch_db import scratch_database
 from tests.integration.pipeline import isolated, start_worker
 from topology.kafka_admin import committed_offsets, ensure_topics, wait_analysed, wait_consumed
+from topology.settings import Settings
 from vexnudge.producer import produce_lines
 from vexnudge.replay import delete_topics, horizon_of, send_final_ticks
-from topology.settings import Settings
 from vexnudge.workerproc import WorkerProcess
 
 pytestmark = [pytest.mark.integration, pytest.mark.e2e]

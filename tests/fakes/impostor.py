@@ -11,7 +11,7 @@ from contextlib import contextmanager
 
 
 class _Answers200(http.server.BaseHTTPRequestHandler):
-    def do_GET(self) -> None:  # noqa: N802 - the library's name
+    def do_GET(self) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.end_headers()

@@ -7,8 +7,8 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from vexnudge.childproc import die_with_parent, stop_like_ctrl_c
 from topology.settings import PROJECT_ROOT
+from vexnudge.childproc import die_with_parent, stop_like_ctrl_c
 
 _READY = "fake-ollama listening on "
 
@@ -45,7 +45,7 @@ def fake_ollama_subprocess(
         cmd += ["--reply", reply]
     stop_like_ctrl_c()  # a SIGTERM to the tests runs the finally below, as Ctrl-C does
     proc = subprocess.Popen(cmd, cwd=PROJECT_ROOT, stdout=subprocess.PIPE, text=True,
-                            preexec_fn=die_with_parent())  # noqa: PLW1509 - gone with the tests
+                            preexec_fn=die_with_parent())
     try:
         url = _wait_ready(proc, start_timeout_s)
         yield url

@@ -88,12 +88,12 @@ HOSTILE_TOKENS: dict[str, tuple[Any, P]] = {
     "appended part": (lambda: _good() + ".x", P.MALFORMED),
     "standard alphabet": (lambda: _good() + "+/", P.MALFORMED),
     "trailing bits": (lambda: _trailing_bits(_good()), P.MALFORMED),
-    "padded payload": (lambda: "{0}.{1}=.{2}".format(*_good().split(".")), P.BAD_SIGNATURE),
+    "padded payload": (lambda: "{}.{}=.{}".format(*_good().split(".")), P.BAD_SIGNATURE),
     "short signature": (lambda: _good()[:-4], P.MALFORMED),
     "huge": (lambda: "v1." + "A" * 1_000_000 + ".AAAA", P.MALFORMED),
     "wrong MAC": (lambda: tokens.issue(b"another-secret-0123456789abcdef-0123", "alice",
                                        ttl_s=3600, now=NOW), P.BAD_SIGNATURE),
-    "payload swapped": (lambda: "{0}.{1}.{2}".format(
+    "payload swapped": (lambda: "{}.{}.{}".format(
         tokens.VERSION, tokens.issue(KEY, "bob", ttl_s=3600, now=NOW).split(".")[1],
         _good().split(".")[2]), P.BAD_SIGNATURE),
     "expired": (lambda: tokens.issue(KEY, "alice", ttl_s=60, now=NOW - 120), P.EXPIRED),

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import TypeVar
 
 from topology.kafka_admin import ensure_topics, read_to_end
-from vexnudge.replay import delete_topics
 from topology.settings import Settings
+from vexnudge.replay import delete_topics
 from vexnudge.workerproc import WorkerProcess
 
 R = TypeVar("R")

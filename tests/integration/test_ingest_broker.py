@@ -14,8 +14,8 @@ from tests.datafiles import MALFORMED_DEFECTS, SAMPLE_CLASSROOM, SAMPLE_MALFORME
 from tests.integration.pipeline import isolated, read_values, run, start_worker
 from tests.unit.streams.test_ingest import run_file
 from topology.kafka_admin import ensure_topics, wait_analysed
-from vexnudge.producer import produce_lines
 from topology.schemas import DeadLetter, NormalizedEvent, decode
+from vexnudge.producer import produce_lines
 
 pytestmark = pytest.mark.integration
 

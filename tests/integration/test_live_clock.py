@@ -12,9 +12,9 @@ import pytest
 
 from tests.integration.pipeline import isolated, read_values, start_worker
 from topology.kafka_admin import ensure_topics, wait_analysed
-from vexnudge.producer import produce_lines
 from topology.schemas import TriggerFired, decode
 from topology.settings import Settings
+from vexnudge.producer import produce_lines
 
 pytestmark = pytest.mark.integration
 

@@ -33,8 +33,8 @@ from typing import TypeVar
 import aiohttp
 import asyncpg
 import pytest
-from aiokafka.errors import KafkaError
 from aiohttp.test_utils import TestServer
+from aiokafka.errors import KafkaError
 from pydantic import SecretStr
 
 from delivery.gateway import tokens
@@ -50,10 +50,10 @@ from tests.fakes.scratch_db import scratch_database
 from tests.integration.pipeline import isolated, read_values, start_worker
 from tests.integration.test_resilience import assert_golden_triggers, assert_one_row_per_trigger
 from topology.kafka_admin import committed_offsets, ensure_topics, wait_analysed, wait_consumed
-from vexnudge.producer import produce_lines
-from vexnudge.replay import ReplayResult, collect_outputs, delete_topics, horizon_of, send_final_ticks
 from topology.schemas import FeedbackMessage, NormalizedEvent, decode
 from topology.settings import Settings
+from vexnudge.producer import produce_lines
+from vexnudge.replay import ReplayResult, collect_outputs, delete_topics, horizon_of, send_final_ticks
 from vexnudge.workerproc import WorkerProcess
 
 pytestmark = pytest.mark.integration
@@ -123,7 +123,7 @@ async def drain(settings: Settings, until_no_pending_s: float = 90.0) -> None:
     assert horizon is not None
     await send_final_ticks(settings, horizon)
     for topic in ("vex.clock", "vex.feedback.requests"):
-        await settled(lambda: wait_consumed(settings, settings.app_id, settings.topic(topic), 180))
+        await settled(lambda topic=topic: wait_consumed(settings, settings.app_id, settings.topic(topic), 180))
     deadline = time.monotonic() + until_no_pending_s
     while time.monotonic() < deadline and await db_value(
             settings, "select count(*) from event_logs.agent_triggers where status = 'pending'"):

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from aiokafka import AIOKafkaProducer
 
-from topology.seam.outbox import Outbox
 from tests.integration.pipeline import isolated, run
 from topology.kafka_admin import ensure_topics, read_to_end
+from topology.seam.outbox import Outbox
 
 pytestmark = pytest.mark.integration
 

@@ -8,14 +8,14 @@ from aiokafka import AIOKafkaProducer
 
 from streams.ingest import decode_line, routing_key
 from streams.local import read_lines
-from topology.partitioning import partition_for
 from tests.datafiles import SAMPLE_CLASSROOM, golden_for
 from tests.integration.pipeline import isolated, on_own_topics, read_values, start_worker
 from tests.integration.test_resilience import finish, golden_ids
 from topology import topics as T
+from topology.partitioning import partition_for
+from topology.schemas import NormalizedEvent, decode
 from vexnudge.producer import LINE_HEADER
 from vexnudge.replay import ReplayResult
-from topology.schemas import NormalizedEvent, decode
 
 pytestmark = pytest.mark.integration
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from streams.config import EngineConfig
 from streams.local import read_lines
 from streams.summary import build_summary
-from streams.config import EngineConfig
 from tests.datafiles import all_logs, golden_for
 from tests.golden_compare import assert_same_as_golden
 from tests.integration.pipeline import isolated, run

@@ -22,9 +22,9 @@ from tests.datafiles import SAMPLE_CLASSROOM, golden_for
 from tests.fakes.scratch_db import scratch_database
 from tests.integration.pipeline import isolated, on_own_topics, start_worker
 from topology.kafka_admin import committed_offsets, end_offsets, wait_analysed, wait_consumed
+from topology.settings import Settings
 from vexnudge.producer import produce_lines
 from vexnudge.replay import ReplayResult, collect_outputs, horizon_of, send_final_ticks
-from topology.settings import Settings
 from vexnudge.workerproc import WorkerProcess
 
 pytestmark = pytest.mark.integration

@@ -30,17 +30,17 @@ import aiohttp
 import pytest
 
 from delivery.gateway import tokens
-from vexnudge.gatewayproc import GatewayProcess
 from streams.local import read_lines
-from tests.fakes.impostor import impostor_server
 from tests.datafiles import SAMPLE_CLASSROOM
+from tests.fakes.impostor import impostor_server
 from tests.integration.pipeline import isolated, on_own_topics, start_worker
 from tests.integration.test_resilience import finish, golden_ids, raw_committed
-from vexnudge.childproc import free_port
 from topology.kafka_admin import end_offsets, read_to_end
+from topology.settings import PROJECT_ROOT, Settings
+from vexnudge.childproc import free_port
+from vexnudge.gatewayproc import GatewayProcess
 from vexnudge.producer import produce_lines
 from vexnudge.replay import ReplayResult
-from topology.settings import PROJECT_ROOT, Settings
 from vexnudge.workerproc import WorkerProcess
 
 pytestmark = pytest.mark.integration

@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 
 from tests.fakes.impostor import impostor_server
-from vexnudge.childproc import ChildFailed, ChildProcess, free_port, listener_is, stop_all
 from topology.settings import PROJECT_ROOT
+from vexnudge.childproc import ChildFailed, ChildProcess, free_port, listener_is, stop_all
 
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs Linux /proc and prctl")
 

@@ -9,7 +9,6 @@ import sys
 import pytest
 
 
-
 @pytest.mark.parametrize("command", [
     ["replay", "{file}", "--out", "{out}"],
     ["produce", "{file}"],

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from vexnudge.cli.settings_cmd import markdown
 from topology.settings import PROJECT_ROOT, Settings
+from vexnudge.cli.settings_cmd import markdown
 
 
 def test_configuration_doc_is_up_to_date() -> None:

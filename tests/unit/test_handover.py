@@ -71,7 +71,7 @@ async def test_a_lost_race_cancels_the_waiting_callback() -> None:
     loop = asyncio.get_running_loop()
     events: list[str] = []
 
-    async def callback(message: Any) -> None:  # noqa: ARG001
+    async def callback(message: Any) -> None:
         try:
             await loop.create_future()  # a full buffer that never drains
         except asyncio.CancelledError:
@@ -85,7 +85,7 @@ async def test_a_lost_race_cancels_the_waiting_callback() -> None:
 
 @pytest.mark.parametrize("waits", [False, True])
 async def test_an_error_of_the_callback_propagates(waits: bool) -> None:
-    async def callback(message: Any) -> None:  # noqa: ARG001
+    async def callback(message: Any) -> None:
         if waits:
             await asyncio.sleep(0)
         raise LookupError("no channel")
@@ -110,7 +110,7 @@ class _Consumer(mode.Service):
         self.app = SimpleNamespace(topics=SimpleNamespace(acks_enabled_for=lambda topic: acks))
         self.transport = SimpleNamespace(app=SimpleNamespace(should_stop=False))
 
-    async def getmany(self, timeout: float) -> Any:  # noqa: ARG002
+    async def getmany(self, timeout: float) -> Any:
         if not self.batches:
             self._stopped.set()
             return
@@ -161,7 +161,7 @@ async def test_drain_drops_records_below_the_read_offset_and_notes_gaps() -> Non
 async def test_drain_commits_every_n_acknowledgements() -> None:
     consumer: _Consumer
 
-    async def callback(message: Any) -> None:  # noqa: ARG001
+    async def callback(message: Any) -> None:
         consumer._n_acked += 1
 
     consumer = _Consumer([[_record(i) for i in range(7)]], callback, commit_every=3)
@@ -194,7 +194,7 @@ async def test_drain_lets_other_tasks_run_while_handing_over_a_long_batch() -> N
             ticks += 1
             await asyncio.sleep(0)
 
-    async def callback(message: Any) -> None:  # noqa: ARG001
+    async def callback(message: Any) -> None:
         pass
 
     task = asyncio.ensure_future(ticker())

@@ -12,12 +12,11 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from aiokafka.consumer.fetcher import FetchResult, Fetcher
+from aiokafka.consumer.fetcher import Fetcher, FetchResult
 from faust.transport.drivers import aiokafka as driver
 from faust.types import TP
 
 from topology.seam.transport import ActiveView, Consumer, SeekGate
-
 
 RAW, CLOCK, LOG = TP("vx.raw", 0), TP("vx.clock", 0), TP("vx-students-changelog", 0)
 COMMITTED = {RAW: 190, CLOCK: 7, LOG: None}

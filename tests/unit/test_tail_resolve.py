@@ -7,8 +7,8 @@ import asyncio
 import pytest
 
 from topology import kafka_admin
-from vexnudge.cli.tail import NoSuchTopic, resolve
 from topology.settings import Settings
+from vexnudge.cli.tail import NoSuchTopic, resolve
 
 
 @pytest.fixture

@@ -29,7 +29,7 @@ def root_logger():
 def test_the_root_logger_keeps_the_requested_level(tmp_path, root_logger, loglevel: str, expected: int) -> None:
     app = build_pipeline(Settings(app_id="vx-log", worker_datadir=tmp_path, worker_web_port=0)).app
     worker = PipelineWorker(app, loglevel=loglevel, redirect_stdouts=False)
-    worker._setup_logging()  # what the worker does when it starts  # noqa: SLF001
+    worker._setup_logging()  # what the worker does when it starts
     assert root_logger.level == expected
     # Faust's spinner would add a DEBUG handler and lower the root to DEBUG:
     # every aiokafka debug record would then be built only to be dropped.

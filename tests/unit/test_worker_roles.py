@@ -97,7 +97,7 @@ def test_a_database_down_at_start_leaves_the_feedback_worker_running(tmp_path, c
     settings = Settings(app_id="vx-test", worker_roles="feedback", worker_datadir=tmp_path, worker_web_port=0,
                         database_url="postgresql://nobody:secret@127.0.0.1:1/nothing")
     p = build_pipeline(settings)
-    warm = [t for t in p.app._app_tasks if t.__name__ == "_warm_up"]  # noqa: SLF001
+    warm = [t for t in p.app._app_tasks if t.__name__ == "_warm_up"]
     assert len(warm) == 1
     asyncio.run(warm[0]())
     assert "feedback resources not ready at start" in caplog.text

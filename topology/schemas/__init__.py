@@ -5,15 +5,6 @@ know (:class:`SchemaError`).  Records are JSON (UTF-8) on the wire, encoded and
 decoded with :func:`encode` / :func:`decode`.  See ``docs/topics.md``.
 """
 
-from topology.schemas.base import SchemaError, decode, encode
-from topology.schemas.events import (
-    DeadLetter,
-    NormalizedEvent,
-    RawEnvelope,
-    RawPayload,
-    RejectReason,
-    SourceRef,
-)
 from topology.schemas.analysis import (
     ClockTick,
     EpisodeClosed,
@@ -24,6 +15,15 @@ from topology.schemas.analysis import (
     TriggerEvidence,
     TriggerFired,
     TriggerType,
+)
+from topology.schemas.base import SchemaError, decode, encode
+from topology.schemas.events import (
+    DeadLetter,
+    NormalizedEvent,
+    RawEnvelope,
+    RawPayload,
+    RejectReason,
+    SourceRef,
 )
 
 __all__ = [
@@ -47,7 +47,7 @@ __all__ = [
     "encode",
 ]
 
-from topology.schemas.feedback import (  # noqa: E402
+from topology.schemas.feedback import (
     ActionLevel,
     ChatRequest,
     Cognition,

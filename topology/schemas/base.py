@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any, TypeVar
 
 import orjson
-
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 

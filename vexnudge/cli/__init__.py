@@ -13,6 +13,9 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from pydantic import ValidationError
+from pydantic_settings import SettingsError
+
 from topology.settings import load_settings
 
 #: Sub-command modules, in the order ``--help`` lists them.
@@ -74,7 +77,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         settings = load_settings()
-    except Exception as exc:  # pydantic ValidationError: bad environment
+    except (ValidationError, SettingsError) as exc:  # a bad environment or .env
         print(f"vexnudge: invalid configuration: {exc}", file=sys.stderr)
         return 2
     for warning in startup_warnings(args.command):

@@ -116,7 +116,6 @@ def run_pairs(calc: DistanceCalculator, lines: Iterable[bytes], out: TextIO, err
 def pair_answer(calc: DistanceCalculator, raw: bytes) -> dict[str, int | str]:
     """``{"distance": n}`` or ``{"error": reason}`` for one input line."""
     from tree_edit import NotComparable, WorkspaceError
-
     from vexnudge.cli.jsonl import read_record
 
     pair = read_record(raw, ("a", "b"))

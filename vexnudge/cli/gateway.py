@@ -12,8 +12,8 @@ import errno
 import logging
 import sys
 
-from vexnudge.cli.messages import kafka_unreachable
 from topology.settings import Settings
+from vexnudge.cli.messages import kafka_unreachable
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

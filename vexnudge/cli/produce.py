@@ -7,8 +7,8 @@ import asyncio
 import sys
 from pathlib import Path
 
-from vexnudge.cli.progress import Progress
 from topology.settings import Settings
+from vexnudge.cli.progress import Progress
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

@@ -6,7 +6,6 @@ import sys
 import time
 from typing import TextIO
 
-
 #: The shortest span a rate is shown for: over less, one batch of counts
 #: arriving at once would read as millions per second.
 MIN_RATE_SPAN_S = 0.5

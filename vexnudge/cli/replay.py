@@ -10,9 +10,9 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from vexnudge.cli.progress import Progress
-from vexnudge.cli.messages import kafka_unreachable
 from topology.settings import Settings
+from vexnudge.cli.messages import kafka_unreachable
+from vexnudge.cli.progress import Progress
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

@@ -8,9 +8,9 @@ import sys
 
 import orjson
 
-from vexnudge.cli.messages import kafka_unreachable
 from topology.settings import Settings
 from topology.topics import ALL_TOPICS
+from vexnudge.cli.messages import kafka_unreachable
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

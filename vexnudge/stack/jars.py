@@ -23,8 +23,8 @@ from importlib import resources
 from pathlib import Path
 from xml.sax.saxutils import escape
 
-from vexnudge.cli.progress import Progress
 from topology.settings import KAFKA_VERSION, LOG4J2_VERSION
+from vexnudge.cli.progress import Progress
 from vexnudge.stack.errors import FetchFailed, ToolMissing
 from vexnudge.stack.paths import JarCache
 from vexnudge.stack.procs import tail

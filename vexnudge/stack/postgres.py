@@ -34,7 +34,7 @@ from vexnudge.stack.report import Reporter
 
 HOST = "127.0.0.1"
 #: Where a cluster goes when the server user cannot reach the stack folder.
-OUTSIDE_DIR = Path("/var/tmp")  # noqa: S108 - checked for ownership before use
+OUTSIDE_DIR = Path("/var/tmp")
 SUPERUSER = "postgres"
 READY_TIMEOUT_S = 60
 _SOCKET_PATH_MAX = 100  # sun_path is 108 bytes with the ".s.PGSQL.<port>" name

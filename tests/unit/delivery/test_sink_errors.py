@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 
 import asyncpg
@@ -98,7 +97,7 @@ CASES: list[tuple[str, BaseException, Disposition]] = [
     ("connection reset", ConnectionResetError(104, "reset"), RETRY),
     ("OSError", OSError("network unreachable"), RETRY),
     ("timeout", TimeoutError(), RETRY),
-    ("asyncio timeout", asyncio.TimeoutError(), RETRY),
+    ("asyncio timeout", TimeoutError(), RETRY),
     ("connection does not exist (08003)", E.ConnectionDoesNotExistError("closed"), RETRY),
     ("connection failure (08006)", E.ConnectionFailureError("lost"), RETRY),
     ("connection exception (08000)", E.PostgresConnectionError("lost"), RETRY),

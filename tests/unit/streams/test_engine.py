@@ -155,7 +155,7 @@ def test_episodes_and_pauses_stream_out_incrementally() -> None:
     out = feed(eng, [ev(0, "blockCreated"), ev(10, "menuOpen"), ev(20, "runProject", xml="a:0"),
                      ev(30, "playgroundData"), ev(31, "projectEnd"), ev(50, "blockMoved"),
                      ev(400, "loadProject")])
-    kinds = [(type(o).__name__, getattr(o, "type").value) for o in out
+    kinds = [(type(o).__name__, o.type.value) for o in out
              if isinstance(o, (EpisodeClosed, PauseDetected))]
     assert kinds == [("EpisodeClosed", "CODE"), ("EpisodeClosed", "RUN"), ("PauseDetected", "POST_RUN_PAUSE"),
                      ("PauseDetected", "INACTIVE_PAUSE"), ("EpisodeClosed", "CODE"), ("EpisodeClosed", "RESET")]

@@ -6,6 +6,7 @@ from collections import Counter
 
 from feedback.nudge import NudgeConfig
 from streams.config import EngineConfig
+from streams.engine import StudentEngine
 from streams.local import analyze_lines, read_lines
 from streams.nudging import answer_request
 from streams.programs import DictProgramStore
@@ -13,7 +14,6 @@ from streams.scoring import TreeEditScorer
 from streams.state import StudentState
 from tests.datafiles import SAMPLE_CLASSROOM, SAMPLE_MALFORMED
 from tests.unit.streams.test_engine import T0, FakeScorer, ev
-from streams.engine import StudentEngine
 from topology.schemas import ChatRequest, FeedbackRequest
 
 ON = NudgeConfig(enabled=True, cooldown_s=0.0, max_age_s=10_000.0)

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from topology.seam.outbox import Outbox
 from tests.fakes.producer import RecordingProducer
+from topology.seam.outbox import Outbox
 
 
 def _outbox(capacity: int = 1000) -> tuple[Outbox, RecordingProducer, list[tuple[Any, ...]]]:

@@ -11,10 +11,10 @@ import pytest
 
 from streams.agents import web
 from streams.agents.emit import count_failed_delivery, publish
-from topology.seam.outbox import Outbox
 from tests.fakes.producer import RecordingProducer
 from topology.metrics import WorkerMetrics
 from topology.schemas.feedback import NudgeOutcome
+from topology.seam.outbox import Outbox
 
 
 class Settings(SimpleNamespace):

@@ -6,8 +6,8 @@ from __future__ import annotations
 from streams.config import EngineConfig
 from streams.engine import StudentEngine
 from streams.ingest import decode_line
-from streams.scoring import TreeEditScorer
 from streams.programs import DictProgramStore
+from streams.scoring import TreeEditScorer
 from streams.state import StudentState
 from tests.hostile.lines import envelope, workspace
 from topology.schemas import NormalizedEvent

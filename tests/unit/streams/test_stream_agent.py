@@ -5,22 +5,21 @@ its outputs were sent, in an order of which any prefix is consistent."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 import pytest
 
+from streams.agents.pipeline import Pipeline
 from streams.agents.stream import Stream, run_batches
 from streams.config import EngineConfig
 from streams.ingest import routing_key
 from streams.local import read_lines
-from topology.partitioning import partition_for
 from streams.scoring import TreeEditScorer
 from tests.datafiles import SAMPLE_CLASSROOM
 from tests.fakes.producer import RecordingProducer
 from topology import topics as T
-from streams.agents.pipeline import Pipeline
 from topology.kafka_admin import TABLES
 from topology.metrics import WorkerMetrics
+from topology.partitioning import partition_for
 from topology.settings import Settings
 
 PARTITIONS = 8

@@ -14,8 +14,8 @@ from typing import Any, NamedTuple
 import pytest
 
 from streams.agents.batching import BatchContext, PersistedOffsets, TableBuffer
-from topology.seam.outbox import Outbox
 from tests.fakes.producer import RecordingProducer
+from topology.seam.outbox import Outbox
 
 
 class Message(NamedTuple):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import random
 
 from streams.scoring import TreeEditScorer
-from tree_edit.distance import NS_PER_CELL, cells_within, work
 from tree_edit import parse_workspace
+from tree_edit.distance import NS_PER_CELL, cells_within, work
 from tree_edit.synthetic import edited, random_program, to_xml
 
 

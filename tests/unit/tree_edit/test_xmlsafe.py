@@ -7,8 +7,7 @@ import pyexpat
 
 import pytest
 
-from tree_edit import WorkspaceError, parse_workspace
-from tree_edit import xmlsafe
+from tree_edit import WorkspaceError, parse_workspace, xmlsafe
 from tree_edit.xmlsafe import XmlRefused, expat_warning, parse_xml
 
 
