@@ -10,6 +10,7 @@ it and the agent goes on.
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import orjson
 
@@ -26,12 +27,14 @@ from topology.seam.outbox import Outbox
 LINE_HEADER = "vex-line"
 
 
-def source_of(message: object) -> SourceRef:
-    """Topic, partition, offset (and file line from the producer's header)."""
+def source_of(message: Any) -> SourceRef:
+    """Topic, partition, offset (and file line from the producer's header) of a consumed record."""
     headers = dict(getattr(message, "headers", None) or ())
     line = headers.get(LINE_HEADER)
     return SourceRef(
-        topic=message.topic, partition=message.partition, offset=message.offset,  # type: ignore[attr-defined]
+        topic=message.topic,
+        partition=message.partition,
+        offset=message.offset,
         line=int(line) if line else None,
     )
 
@@ -113,10 +116,16 @@ async def _reject(p: Pipeline, rejected: Rejected, value: bytes, source: SourceR
     text, encoding = original_text(value)
     key = bounded(rejected.student_key)
     record = DeadLetter(
-        reason=rejected.reason, detail=rejected.detail, stage="ingest", original=text,
+        reason=rejected.reason,
+        detail=rejected.detail,
+        stage="ingest",
+        original=text,
         original_encoding=encoding,  # type: ignore[arg-type]
-        source=source, event_id=bounded(rejected.event_id), student_key=key,
-        session_id=bounded(rejected.session_id), dead_lettered_at=time.time(),
+        source=source,
+        event_id=bounded(rejected.event_id),
+        student_key=key,
+        session_id=bounded(rejected.session_id),
+        dead_lettered_at=time.time(),
     )
     p.metrics.ingest_rejected.labels(rejected.reason.value).inc()
     await publish(p, record, key, outbox=outbox)
