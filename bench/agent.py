@@ -37,8 +37,12 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--copies", type=int, default=20, help="classroom copies (default 20)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--batch", type=int, default=200, help="lines per flush (default 200)")
-    parser.add_argument("--root", type=Path, default=Path(__file__).resolve().parent.parent,
-                        help="the checkout whose code is measured (default: this one)")
+    parser.add_argument(
+        "--root",
+        type=Path,
+        default=Path(__file__).resolve().parent.parent,
+        help="the checkout whose code is measured (default: this one)",
+    )
     return parser.parse_args()
 
 
@@ -73,8 +77,9 @@ async def agent_run(lines: list[bytes], batch: int) -> dict[str, Any]:
     from topology.partitioning import partition_for
 
     prefix = f"bench-agent-{uuid.uuid4().hex[:6]}."
-    settings = stack_settings().model_copy(update={
-        "app_id": prefix.rstrip("."), "topic_prefix": prefix, "clock_mode": "replay", "worker_web_port": 0})
+    settings = stack_settings().model_copy(
+        update={"app_id": prefix.rstrip("."), "topic_prefix": prefix, "clock_mode": "replay", "worker_web_port": 0}
+    )
     await ensure_topics(settings)
     p = build_pipeline(settings, agents=False)
     await p.app.producer.start()
@@ -87,15 +92,19 @@ async def agent_run(lines: list[bytes], batch: int) -> dict[str, Any]:
             events.append(Event(Message(raw, partition, offsets[partition], line)))
         cpu, wall = time.process_time(), time.perf_counter()
         for start in range(0, len(events), batch):
-            for event in events[start:start + batch]:
+            for event in events[start : start + batch]:
                 await stream.one(event)
             await stream.flush()
             await asyncio.sleep(0)  # the worker yields while it waits for its next batch
         await p.app.producer.flush()
         cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
         outbox = getattr(stream.context, "outbox", None)
-        return {"us": cpu / len(events) * 1e6, "rate": len(events) / wall,
-                "batches": getattr(outbox, "sent_batches", None), "appended": getattr(outbox, "appended", None)}
+        return {
+            "us": cpu / len(events) * 1e6,
+            "rate": len(events) / wall,
+            "batches": getattr(outbox, "sent_batches", None),
+            "appended": getattr(outbox, "appended", None),
+        }
     finally:
         await p.app.producer.stop()
         from vexnudge.replay import delete_topics
@@ -111,9 +120,13 @@ def cores_us(lines: list[bytes]) -> float:
     from streams.scoring import TreeEditScorer
 
     settings = stack_settings()
-    feed = LineAnalyzer(LocalAnalyzer(EngineConfig.from_settings(settings),
-                                      TreeEditScorer.from_settings(settings),
-                                      NudgeConfig.from_settings(settings))).feed
+    feed = LineAnalyzer(
+        LocalAnalyzer(
+            EngineConfig.from_settings(settings),
+            TreeEditScorer.from_settings(settings),
+            NudgeConfig.from_settings(settings),
+        )
+    ).feed
     started = time.process_time()
     for line in lines:
         feed(line)
@@ -124,23 +137,34 @@ def main() -> None:
     import uvloop
 
     lines = classroom_lines(ARGS.copies)
-    print(f"# stream agent CPU: {len(lines):,} lines, flush every {ARGS.batch}, {ARGS.repeats} repeats, "
-          f"code of {ARGS.root.resolve()}; {machine()}", flush=True)
+    print(
+        f"# stream agent CPU: {len(lines):,} lines, flush every {ARGS.batch}, {ARGS.repeats} repeats, "
+        f"code of {ARGS.root.resolve()}; {machine()}",
+        flush=True,
+    )
     runs = []
     for repeat in range(1, ARGS.repeats + 1):
         run = uvloop.run(agent_run(lines, ARGS.batch))
         run["cores"] = cores_us(lines)
         runs.append(run)
-        extra = (f"  producer batches {run['batches']:,}  appended to waiting batches {run['appended']:,}"
-                 if run["batches"] is not None else "")
-        print(f"repeat {repeat}  agent {run['us']:.0f} µs/line CPU ({run['rate']:,.0f} lines/s)  "
-              f"cores alone {run['cores']:.0f} µs/line{extra}", flush=True)
+        extra = (
+            f"  producer batches {run['batches']:,}  appended to waiting batches {run['appended']:,}"
+            if run["batches"] is not None
+            else ""
+        )
+        print(
+            f"repeat {repeat}  agent {run['us']:.0f} µs/line CPU ({run['rate']:,.0f} lines/s)  "
+            f"cores alone {run['cores']:.0f} µs/line{extra}",
+            flush=True,
+        )
     agent = statistics.median(r["us"] for r in runs)
     cores = statistics.median(r["cores"] for r in runs)
     print("\n| code | lines | agent CPU µs/line (median) | range | cores alone µs/line | agent beyond the cores |")
     print("|---|---:|---:|---:|---:|---:|")
-    print(f"| {ARGS.root.resolve().name} | {len(lines):,} | {agent:.0f} | "
-          f"{min(r['us'] for r in runs):.0f}–{max(r['us'] for r in runs):.0f} | {cores:.0f} | {agent - cores:.0f} |")
+    print(
+        f"| {ARGS.root.resolve().name} | {len(lines):,} | {agent:.0f} | "
+        f"{min(r['us'] for r in runs):.0f}–{max(r['us'] for r in runs):.0f} | {cores:.0f} | {agent - cores:.0f} |"
+    )
 
 
 if __name__ == "__main__":

@@ -127,8 +127,10 @@ def load_average() -> str:
 
 
 def machine() -> str:
-    return (f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
-            f"load average {load_average()}")
+    return (
+        f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+        f"load average {load_average()}"
+    )
 
 
 def median(values: Sequence[float]) -> float:
@@ -185,8 +187,10 @@ async def prometheus_values(port: int, names: Sequence[str]) -> dict[str, float]
     """The current values of unlabelled series ``names`` on a worker's ``/metrics``."""
     import aiohttp
 
-    async with aiohttp.ClientSession() as session, \
-            session.get(f"http://127.0.0.1:{port}/metrics", timeout=aiohttp.ClientTimeout(total=10)) as reply:
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(f"http://127.0.0.1:{port}/metrics", timeout=aiohttp.ClientTimeout(total=10)) as reply,
+    ):
         reply.raise_for_status()
         text = await reply.text()
     values: dict[str, float] = {}
@@ -230,19 +234,37 @@ class BenchWorker(ChildProcess):
 
     def start(self) -> BenchWorker:
         self.datadir = self.datadir or Path(tempfile.mkdtemp(prefix=f"vexnudge-{self.app_id}-"))
-        worker_args = ["worker", "--app-id", self.app_id, "--topic-prefix", self.topic_prefix,
-                       "--clock", self.clock, "--web-port", str(self.web_port), "--datadir", str(self.datadir),
-                       *self.extra_args]
+        worker_args = [
+            "worker",
+            "--app-id",
+            self.app_id,
+            "--topic-prefix",
+            self.topic_prefix,
+            "--clock",
+            self.clock,
+            "--web-port",
+            str(self.web_port),
+            "--datadir",
+            str(self.datadir),
+            *self.extra_args,
+        ]
         command = None  # exactly `vexnudge worker`
-        if self.agents is not None or self.profile is not None or self.fetch_max_wait_ms is not None \
-                or self.app_options:
-            command = [sys.executable, str(Path(__file__).resolve()), "worker",
-                       *(["--agents", ",".join(self.agents)] if self.agents is not None else []),
-                       *(["--profile", str(self.profile)] if self.profile else []),
-                       *(["--fetch-max-wait-ms", str(self.fetch_max_wait_ms)]
-                         if self.fetch_max_wait_ms is not None else []),
-                       *(arg for option in self.app_options for arg in ("--app-option", option)),
-                       "--"]
+        if (
+            self.agents is not None
+            or self.profile is not None
+            or self.fetch_max_wait_ms is not None
+            or self.app_options
+        ):
+            command = [
+                sys.executable,
+                str(Path(__file__).resolve()),
+                "worker",
+                *(["--agents", ",".join(self.agents)] if self.agents is not None else []),
+                *(["--profile", str(self.profile)] if self.profile else []),
+                *(["--fetch-max-wait-ms", str(self.fetch_max_wait_ms)] if self.fetch_max_wait_ms is not None else []),
+                *(arg for option in self.app_options for arg in ("--app-option", option)),
+                "--",
+            ]
         self.spawn(worker_args, self.datadir / "worker.log", command=command, cwd=ROOT)
         return self
 
@@ -271,15 +293,22 @@ def _worker_main(argv: list[str]) -> int:
     import importlib
 
     parser = argparse.ArgumentParser(prog="bench/common.py worker")
-    parser.add_argument("--agents", help=f"register only these ({', '.join(AGENT_MODULES)}); "
-                                         "default: what the worker registers")
+    parser.add_argument(
+        "--agents", help=f"register only these ({', '.join(AGENT_MODULES)}); default: what the worker registers"
+    )
     parser.add_argument("--profile")
-    parser.add_argument("--fetch-max-wait-ms", type=int,
-                        help="experiment: override the fetch_max_wait_ms Faust hard-codes (1500) "
-                             "for its consumers")
-    parser.add_argument("--app-option", action="append", default=[], metavar="KEY=VALUE",
-                        help="experiment: pass or override a faust.App keyword (value parsed as JSON "
-                             "when it can be, else a string)")
+    parser.add_argument(
+        "--fetch-max-wait-ms",
+        type=int,
+        help="experiment: override the fetch_max_wait_ms Faust hard-codes (1500) for its consumers",
+    )
+    parser.add_argument(
+        "--app-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="experiment: pass or override a faust.App keyword (value parsed as JSON when it can be, else a string)",
+    )
     args, rest = parser.parse_known_args(argv)
     rest = [a for a in rest if a != "--"]
     import streams.agents
@@ -392,9 +421,16 @@ class Watch:
         behind = await self.end(T.REKEYED.name) - await self.committed(T.REKEYED.name)
         return await self.committed(T.RAW.name) - max(behind, 0)
 
-    async def until(self, probe: Callable[[], Any], target: int, *, worker: BenchWorker | None = None,
-                    timeout_s: float = 600.0, interval_s: float = 0.02,
-                    on_poll: Callable[[], None] | None = None) -> float:
+    async def until(
+        self,
+        probe: Callable[[], Any],
+        target: int,
+        *,
+        worker: BenchWorker | None = None,
+        timeout_s: float = 600.0,
+        interval_s: float = 0.02,
+        on_poll: Callable[[], None] | None = None,
+    ) -> float:
         """Poll ``probe`` until it reaches ``target``; the wall time (``time.time``) it did."""
         deadline = time.monotonic() + timeout_s
         last = -1
@@ -406,8 +442,9 @@ class Watch:
             if value >= target:
                 return now
             if worker is not None and not worker.alive:
-                raise RuntimeError(f"the worker exited ({worker.process and worker.process.returncode}):\n"
-                                   f"{worker.log_tail()}")
+                raise RuntimeError(
+                    f"the worker exited ({worker.process and worker.process.returncode}):\n{worker.log_tail()}"
+                )
             if time.monotonic() > deadline:
                 raise TimeoutError(f"stuck at {value}/{target} (was {last})")
             last = value
@@ -448,16 +485,18 @@ class Ceiling:
         return self.records / self.seconds
 
 
-async def raw_ceiling(settings: Any, logical: str, expected: int, *, payload: bool = True,
-                      handle: Callable[[bytes], object] | None = None) -> Ceiling:
+async def raw_ceiling(
+    settings: Any, logical: str, expected: int, *, payload: bool = True, handle: Callable[[bytes], object] | None = None
+) -> Ceiling:
     """Plain aiokafka: consume ``expected`` records of the topic from the beginning
     (no group, ``getmany``) and decode each value with orjson (and its
     ``raw_message`` JSON string when ``payload``), or pass each value to
     ``handle`` instead.  Timed from the first fetch."""
     from aiokafka import AIOKafkaConsumer, TopicPartition
 
-    consumer = AIOKafkaConsumer(bootstrap_servers=settings.kafka_bootstrap_servers,
-                                enable_auto_commit=False, auto_offset_reset="earliest")
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=settings.kafka_bootstrap_servers, enable_auto_commit=False, auto_offset_reset="earliest"
+    )
     await consumer.start()
     try:
         tps = [TopicPartition(settings.topic(logical), p) for p in range(settings.topic_partitions)]
@@ -552,8 +591,10 @@ async def drop_db(base: Any, settings: Any) -> None:
 
 def table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
     """A Markdown table."""
-    lines = ["| " + " | ".join(headers) + " |",
-             "|" + "|".join("---" if i == 0 else "---:" for i in range(len(headers))) + "|"]
+    lines = [
+        "| " + " | ".join(headers) + " |",
+        "|" + "|".join("---" if i == 0 else "---:" for i in range(len(headers))) + "|",
+    ]
     lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
     return "\n".join(lines)
 

@@ -91,31 +91,56 @@ class Collector:
 def proactive(student: str, now: float) -> FeedbackRequest:
     trigger = TriggerFired(
         trigger_id=trigger_id(student, "s1", "wheel_spin", run_index=6),
-        type=TriggerType.WHEEL_SPIN, student_key=student, student_id=student, session_id="s1",
-        run_index=6, alert=None, ts=now, timestamp="2026-05-06T09:14:07Z", playground="GO-Mars",
-        event_id="1", detail="6 identical reruns",
+        type=TriggerType.WHEEL_SPIN,
+        student_key=student,
+        student_id=student,
+        session_id="s1",
+        run_index=6,
+        alert=None,
+        ts=now,
+        timestamp="2026-05-06T09:14:07Z",
+        playground="GO-Mars",
+        event_id="1",
+        detail="6 identical reruns",
         evidence=TriggerEvidence(recent_distances=[0] * 6, zero_streak=6),
     )
     return FeedbackRequest(
-        request_id=derived_id("feedback", trigger.trigger_id), lane=Lane.PROACTIVE,
-        student_key=student, student_id=student, session_id="s1", playground="GO-Mars", ts=now,
-        trigger=trigger, metrics=METRICS, program_xml=PROGRAM,
+        request_id=derived_id("feedback", trigger.trigger_id),
+        lane=Lane.PROACTIVE,
+        student_key=student,
+        student_id=student,
+        session_id="s1",
+        playground="GO-Mars",
+        ts=now,
+        trigger=trigger,
+        metrics=METRICS,
+        program_xml=PROGRAM,
     )
 
 
 def question(student: str, now: float) -> FeedbackRequest:
     chat_id = str(uuid.uuid4())
     return FeedbackRequest(
-        request_id=derived_id("feedback", chat_id), lane=Lane.REACTIVE, student_key=student,
-        student_id=student, session_id="s1", playground="GO-Mars", ts=now,
-        question="why does my robot stop before the crater?", chat_request_id=chat_id,
-        metrics=METRICS, program_xml=PROGRAM,
+        request_id=derived_id("feedback", chat_id),
+        lane=Lane.REACTIVE,
+        student_key=student,
+        student_id=student,
+        session_id="s1",
+        playground="GO-Mars",
+        ts=now,
+        question="why does my robot stop before the crater?",
+        chat_request_id=chat_id,
+        metrics=METRICS,
+        program_xml=PROGRAM,
     )
 
 
 async def run_phase(
-    service: FeedbackService, collector: Collector, name: str,
-    requests: list[FeedbackRequest], concurrency: int,
+    service: FeedbackService,
+    collector: Collector,
+    name: str,
+    requests: list[FeedbackRequest],
+    concurrency: int,
 ) -> Phase:
     collector.phase = phase = Phase(name)
     gate = asyncio.Semaphore(concurrency)
@@ -134,8 +159,7 @@ async def run_phase(
 
 async def check_once(pool: asyncpg.Pool, url: str, *, nudges: int, calls: int) -> None:
     """Every nudge stored once, and one model call per first delivery (none for replays)."""
-    stored = await pool.fetchval(
-        "select count(*) from chat.messages where origin = 'proactive' and role = 'assistant'")
+    stored = await pool.fetchval("select count(*) from chat.messages where origin = 'proactive' and role = 'assistant'")
     async with httpx.AsyncClient() as client:
         made = (await client.get(f"{url}/_control")).json()["chat_calls"]
     if (stored, made) != (nudges, calls):
@@ -155,20 +179,21 @@ def report(phases: list[Phase]) -> None:
     print("|---|---:|---|---:|---:|---:|---:|---:|")
     for ph in phases:
         rate = f"{len(ph.end_to_end) / ph.wall:.0f}" if ph.wall else "-"
-        rows = [("model call", ph.model), ("to stored", ph.service),
-                ("end to end", ph.end_to_end)]
+        rows = [("model call", ph.model), ("to stored", ph.service), ("end to end", ph.end_to_end)]
         for what, values in rows:
             if not values:
                 continue
             median = f"{statistics.median(values) * 1000:.1f}"
-            print(f"| {ph.name} | {len(values)} | {what} | {median} | {_ms(values, 0.95)} | "
-                  f"{_ms(values, 0.99)} | {max(values) * 1000:.1f} | "
-                  f"{rate if what == 'end to end' else ''} |")
+            print(
+                f"| {ph.name} | {len(values)} | {what} | {median} | {_ms(values, 0.95)} | "
+                f"{_ms(values, 0.99)} | {max(values) * 1000:.1f} | "
+                f"{rate if what == 'end to end' else ''} |"
+            )
 
 
-async def _publisher(settings: Settings, kind: str) -> tuple[
-    Callable[[Published], Awaitable[None]], Callable[[], Awaitable[None]]
-]:
+async def _publisher(
+    settings: Settings, kind: str
+) -> tuple[Callable[[Published], Awaitable[None]], Callable[[], Awaitable[None]]]:
     if kind == "memory":
         sink: list[Published] = []
 
@@ -181,8 +206,9 @@ async def _publisher(settings: Settings, kind: str) -> tuple[
         return keep, nothing
     topic = settings.topic("vex.feedback")
     await ensure_topics(settings, [topic])
-    producer = AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap_servers,
-                                enable_idempotence=True, linger_ms=0)
+    producer = AIOKafkaProducer(
+        bootstrap_servers=settings.kafka_bootstrap_servers, enable_idempotence=True, linger_ms=0
+    )
     await producer.start()
 
     async def send(record: Published) -> None:
@@ -226,13 +252,14 @@ def main() -> None:
         args.n = 40
     base = load_settings()
     prefix = f"bench-{uuid.uuid4().hex[:6]}."
-    with scratch_database(base, "vexnudge_bench") as db, \
-            fake_ollama_subprocess(delay_s=args.model_delay) as url:
+    with scratch_database(base, "vexnudge_bench") as db, fake_ollama_subprocess(delay_s=args.model_delay) as url:
         settings = db.model_copy(update={"topic_prefix": prefix, "llm_fallback_template": False})
         phases = asyncio.run(bench(settings, url, args))
-    print(f"# feedback benchmark: n={args.n} concurrency={args.concurrency} "
-          f"model_delay={args.model_delay}s publish={args.publish} "
-          f"python={platform.python_version()} {platform.machine()}")
+    print(
+        f"# feedback benchmark: n={args.n} concurrency={args.concurrency} "
+        f"model_delay={args.model_delay}s publish={args.publish} "
+        f"python={platform.python_version()} {platform.machine()}"
+    )
     report(phases)
 
 

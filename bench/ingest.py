@@ -66,9 +66,11 @@ from bench.common import (
 )
 from topology import topics as T
 
-WARMUP_LINE = (b'{"id": 1, "studentID": "bench-warmup", "raw_message": "{\\"studentID\\": \\"bench-warmup\\", '
-               b'\\"sessionID\\": \\"warm\\", \\"timestamp\\": \\"2026-06-15T12:59:00Z\\", '
-               b'\\"eventType\\": \\"menuOpen\\"}"}')
+WARMUP_LINE = (
+    b'{"id": 1, "studentID": "bench-warmup", "raw_message": "{\\"studentID\\": \\"bench-warmup\\", '
+    b'\\"sessionID\\": \\"warm\\", \\"timestamp\\": \\"2026-06-15T12:59:00Z\\", '
+    b'\\"eventType\\": \\"menuOpen\\"}"}'
+)
 
 
 async def warm_up(settings: object, watch: Watch, worker: BenchWorker, *, analysis: bool) -> None:
@@ -76,8 +78,13 @@ async def warm_up(settings: object, watch: Watch, worker: BenchWorker, *, analys
     from vexnudge.producer import produce_lines
 
     await produce_lines(settings, [WARMUP_LINE])  # type: ignore[arg-type]
-    await watch.until(watch.analysed if analysis else lambda: watch.committed(T.RAW.name), 1,
-                      worker=worker, timeout_s=180, interval_s=0.1)
+    await watch.until(
+        watch.analysed if analysis else lambda: watch.committed(T.RAW.name),
+        1,
+        worker=worker,
+        timeout_s=180,
+        interval_s=0.1,
+    )
 
 
 def parse_variant(variant: str) -> tuple[list[str] | None, int | None, list[str]]:
@@ -108,9 +115,15 @@ async def run_once(settings: object, lines: list[bytes], variant: str, db_url: s
     if db_url:
         extra += ["--set", f"database_url={db_url}"]
     agents, fetch_wait, options = parse_variant(variant)
-    worker = BenchWorker(settings.app_id, settings.topic_prefix, clock="replay",  # type: ignore[attr-defined]
-                         agents=agents, fetch_max_wait_ms=fetch_wait, app_options=options,
-                         extra_args=extra).start()
+    worker = BenchWorker(
+        settings.app_id,
+        settings.topic_prefix,
+        clock="replay",  # type: ignore[attr-defined]
+        agents=agents,
+        fetch_max_wait_ms=fetch_wait,
+        app_options=options,
+        extra_args=extra,
+    ).start()
     n = len(lines)
     out: dict[str, float] = {"n": n, "load": float(load_average().split()[0])}
     try:
@@ -156,8 +169,11 @@ def checks_cost(lines: list[bytes], repeats: int) -> None:
     import streams.ingest as ingest
 
     screen, build = ingest._screen, ingest._build_event
-    passthrough = {"label_text": ingest.label_text, "short_text": ingest.short_text,
-                   "clipped_text": ingest.clipped_text}
+    passthrough = {
+        "label_text": ingest.label_text,
+        "short_text": ingest.short_text,
+        "clipped_text": ingest.clipped_text,
+    }
 
     def timed() -> float:
         started = time.process_time()
@@ -178,20 +194,29 @@ def checks_cost(lines: list[bytes], repeats: int) -> None:
         unchecked(False)
         with_checks.append(timed())
     a, b = median(with_checks), median(without)
-    print(f"decode_line with the hostile-line checks: {a * 1e6:.2f} µs CPU per line, without: {b * 1e6:.2f} "
-          f"(the checks: {(a - b) * 1e6:+.2f} µs per line, {a / b - 1:+.1%}; median of {repeats} alternating runs "
-          f"over {len(lines):,} lines)", flush=True)
+    print(
+        f"decode_line with the hostile-line checks: {a * 1e6:.2f} µs CPU per line, without: {b * 1e6:.2f} "
+        f"(the checks: {(a - b) * 1e6:+.2f} µs per line, {a / b - 1:+.1%}; median of {repeats} alternating runs "
+        f"over {len(lines):,} lines)",
+        flush=True,
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--copies", type=int, default=20, help="sample classroom copies (default 20)")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--variants", default="all,ingest",
-                        help="all (the real worker), ingest (ingest agent only); +key=value, +fwN: experiments")
+    parser.add_argument(
+        "--variants",
+        default="all,ingest",
+        help="all (the real worker), ingest (ingest agent only); +key=value, +fwN: experiments",
+    )
     parser.add_argument("--quick", action="store_true", help="4 copies, one repeat")
-    parser.add_argument("--checks-only", action="store_true",
-                        help="only the cost of the hostile-line checks per line (no broker needed)")
+    parser.add_argument(
+        "--checks-only",
+        action="store_true",
+        help="only the cost of the hostile-line checks per line (no broker needed)",
+    )
     args = parser.parse_args()
     if args.quick:
         args.copies, args.repeats = 4, 1
@@ -201,20 +226,25 @@ def main() -> None:
         return
     variants = [v for v in args.variants.split(",") if v]
     base = stack_settings()
-    print(f"# ingest benchmark: {len(lines):,} events ({args.copies} x the sample classroom, "
-          f"{sum(map(len, lines)) / len(lines):,.0f} bytes per line), {args.repeats} repeats; {machine()}",
-          flush=True)
+    print(
+        f"# ingest benchmark: {len(lines):,} events ({args.copies} x the sample classroom, "
+        f"{sum(map(len, lines)) / len(lines):,.0f} bytes per line), {args.repeats} repeats; {machine()}",
+        flush=True,
+    )
     results: dict[str, list[dict[str, float]]] = {v: [] for v in variants}
     for repeat in range(args.repeats):
         for variant in variants:
             r = asyncio.run(one_variant(base, lines, variant))
             results[variant].append(r)
             n = r["n"]
-            print(f"repeat {repeat + 1} {variant}: load {r['load']:.2f}  produce {r['produce_s']:.2f} s  "
-                  f"to vex.events {fmt_rate(n / r['events_s'])}/s  to committed {fmt_rate(n / r['commit_s'])}/s  "
-                  f"ceiling {fmt_rate(r['ceiling'])}/s  ratio {n / r['events_s'] / r['ceiling']:.1%}  "
-                  f"worker CPU {r['cpu_s'] / n * 1e6:.0f} us/event  RSS {r['rss_idle_mib']:.0f}->"
-                  f"{r['rss_peak_mib']:.0f} MiB", flush=True)
+            print(
+                f"repeat {repeat + 1} {variant}: load {r['load']:.2f}  produce {r['produce_s']:.2f} s  "
+                f"to vex.events {fmt_rate(n / r['events_s'])}/s  to committed {fmt_rate(n / r['commit_s'])}/s  "
+                f"ceiling {fmt_rate(r['ceiling'])}/s  ratio {n / r['events_s'] / r['ceiling']:.1%}  "
+                f"worker CPU {r['cpu_s'] / n * 1e6:.0f} us/event  RSS {r['rss_idle_mib']:.0f}->"
+                f"{r['rss_peak_mib']:.0f} MiB",
+                flush=True,
+            )
             time.sleep(1)
     print()
     rows = []
@@ -224,14 +254,21 @@ def main() -> None:
         co = [n / r["commit_s"] for r in runs]
         ce = [r["ceiling"] for r in runs]
         ratio = [n / r["events_s"] / r["ceiling"] for r in runs]
-        rows.append((
-            variant, f"{int(n):,}", fmt_rate(median(ev)), f"{fmt_rate(min(ev))}–{fmt_rate(max(ev))}",
-            fmt_rate(median(co)), fmt_rate(median(ce)), f"{median(ratio):.1%}",
-            f"{median([r['produce_s'] for r in runs]):.2f}",
-            f"{median([r['cpu_s'] / n * 1e6 for r in runs]):.0f}",
-            f"{median([r['rss_idle_mib'] for r in runs]):.0f} / {median([r['rss_peak_mib'] for r in runs]):.0f}",
-            f"{median([r['load'] for r in runs]):.2f}",
-        ))
+        rows.append(
+            (
+                variant,
+                f"{int(n):,}",
+                fmt_rate(median(ev)),
+                f"{fmt_rate(min(ev))}–{fmt_rate(max(ev))}",
+                fmt_rate(median(co)),
+                fmt_rate(median(ce)),
+                f"{median(ratio):.1%}",
+                f"{median([r['produce_s'] for r in runs]):.2f}",
+                f"{median([r['cpu_s'] / n * 1e6 for r in runs]):.0f}",
+                f"{median([r['rss_idle_mib'] for r in runs]):.0f} / {median([r['rss_peak_mib'] for r in runs]):.0f}",
+                f"{median([r['load'] for r in runs]):.2f}",
+            )
+        )
     from streams.ingest import decode_line
 
     started = time.process_time()
@@ -239,9 +276,24 @@ def main() -> None:
         decode_line(line)
     core = (time.process_time() - started) / len(lines)
     print(f"decode_line alone (this process, no Kafka): {core * 1e6:.0f} µs CPU per line")
-    print(table(["worker", "events", "ingest events/s (median)", "range", "to raw committed /s",
-                 "raw ceiling /s", "ratio", "produce s", "worker CPU µs/event", "RSS MiB idle / peak",
-                 "load"], rows))
+    print(
+        table(
+            [
+                "worker",
+                "events",
+                "ingest events/s (median)",
+                "range",
+                "to raw committed /s",
+                "raw ceiling /s",
+                "ratio",
+                "produce s",
+                "worker CPU µs/event",
+                "RSS MiB idle / peak",
+                "load",
+            ],
+            rows,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -116,8 +116,9 @@ def worker_variant(variant: str) -> tuple[int | None, list[str], list[str]]:
     ``+l:LEVEL`` (``vexnudge worker --loglevel LEVEL``)."""
     name, *mods = variant.split("+")
     if name not in ("all", "stream"):
-        raise SystemExit(f"unknown pipeline variant {variant!r}: all or stream, then +fwN, +key=value, "
-                         "+s:FIELD=VALUE or +l:LEVEL")
+        raise SystemExit(
+            f"unknown pipeline variant {variant!r}: all or stream, then +fwN, +key=value, +s:FIELD=VALUE or +l:LEVEL"
+        )
     args = ["--roles", "stream"] if name == "stream" else []
     for mod in mods:
         if mod.startswith("s:"):
@@ -136,10 +137,21 @@ async def throughput_once(settings: Any, lines: list[bytes], variant: str) -> di
 
     await ensure_topics(settings)
     fetch_wait, options, roles = worker_variant(variant)
-    worker = BenchWorker(settings.app_id, settings.topic_prefix, clock="replay", fetch_max_wait_ms=fetch_wait,
-                         app_options=options, web_port=free_port(),
-                         extra_args=["--commit-interval", "0.2", *roles, "--set",
-                                     f"database_url={settings.database_url.get_secret_value()}"]).start()
+    worker = BenchWorker(
+        settings.app_id,
+        settings.topic_prefix,
+        clock="replay",
+        fetch_max_wait_ms=fetch_wait,
+        app_options=options,
+        web_port=free_port(),
+        extra_args=[
+            "--commit-interval",
+            "0.2",
+            *roles,
+            "--set",
+            f"database_url={settings.database_url.get_secret_value()}",
+        ],
+    ).start()
     n = len(lines)
     out: dict[str, Any] = {"n": n, "load": float(load_average().split()[0])}
     try:
@@ -173,8 +185,9 @@ async def throughput_once(settings: Any, lines: list[bytes], variant: str) -> di
 AGENT_SERIES = ("vexnudge_stream_agent_cpu_seconds_total", "vexnudge_stream_agent_records_total")
 
 
-def cpu_split(pid: int, threads0: dict[int, float], agent0: dict[str, float],
-              agent1: dict[str, float]) -> dict[str, float]:
+def cpu_split(
+    pid: int, threads0: dict[int, float], agent0: dict[str, float], agent1: dict[str, float]
+) -> dict[str, float]:
     """Where the worker's CPU went over the run: the stream agent's own batches
     (its counter), the rest of the main thread (Faust's stream and hand-over, the
     producer's sender, commits, timers) and the other threads (Faust's consumer
@@ -183,8 +196,12 @@ def cpu_split(pid: int, threads0: dict[int, float], agent0: dict[str, float],
     spent = {tid: cpu - threads0.get(tid, 0.0) for tid, cpu in threads1.items()}
     agent = agent1[AGENT_SERIES[0]] - agent0[AGENT_SERIES[0]]
     main = spent.get(pid, 0.0)
-    return {"agent_cpu_s": agent, "agent_records": agent1[AGENT_SERIES[1]] - agent0[AGENT_SERIES[1]],
-            "main_rest_cpu_s": main - agent, "threads_cpu_s": sum(spent.values()) - main}
+    return {
+        "agent_cpu_s": agent,
+        "agent_records": agent1[AGENT_SERIES[1]] - agent0[AGENT_SERIES[1]],
+        "main_rest_cpu_s": main - agent,
+        "threads_cpu_s": sum(spent.values()) - main,
+    }
 
 
 def cores(settings: Any) -> Callable[[bytes], object]:
@@ -197,9 +214,12 @@ def cores(settings: Any) -> Callable[[bytes], object]:
     from streams.local import LineAnalyzer, LocalAnalyzer
     from streams.scoring import TreeEditScorer
 
-    analyzer = LocalAnalyzer(EngineConfig.from_settings(settings),
-                             TreeEditScorer.from_settings(settings),
-                             NudgeConfig.from_settings(settings), partitions=None)
+    analyzer = LocalAnalyzer(
+        EngineConfig.from_settings(settings),
+        TreeEditScorer.from_settings(settings),
+        NudgeConfig.from_settings(settings),
+        partitions=None,
+    )
     return LineAnalyzer(analyzer).feed
 
 
@@ -223,20 +243,28 @@ def report_state(runs: list[dict[str, Any]]) -> None:
     grand = [sum(last[t].get(s, 0) for t in STATE_TABLES) for s in students]
     for name in STATE_TABLES:
         values = [last[name].get(s, 0) for s in students]
-        rows.append((name, len(last[name]), f"{statistics.mean(values):,.0f}", f"{max(values):,}",
-                     f"{sum(values) / 1e6:.2f}"))
-    rows.append(("all three", len(students), f"{statistics.mean(grand):,.0f}", f"{max(grand):,}",
-                 f"{sum(grand) / 1e6:.2f}"))
-    print(f"\nTable state after the last throughput run ({len(students)} students; latest value per key "
-          "of each changelog, key bytes excluded):")
+        rows.append(
+            (name, len(last[name]), f"{statistics.mean(values):,.0f}", f"{max(values):,}", f"{sum(values) / 1e6:.2f}")
+        )
+    rows.append(
+        ("all three", len(students), f"{statistics.mean(grand):,.0f}", f"{max(grand):,}", f"{sum(grand) / 1e6:.2f}")
+    )
+    print(
+        f"\nTable state after the last throughput run ({len(students)} students; latest value per key "
+        "of each changelog, key bytes excluded):"
+    )
     print(table(["table", "students", "mean bytes/student", "max bytes/student", "total MB"], rows))
     keys = runs[-1]["sizes"]["programs"]
-    print(f"programs: {len(keys)} keys (one per student and session), "
-          f"{statistics.mean(keys.values()):,.0f} bytes per key on average")
+    print(
+        f"programs: {len(keys)} keys (one per student and session), "
+        f"{statistics.mean(keys.values()):,.0f} bytes per key on average"
+    )
     n = runs[-1]["n"] + 1
     rows = [(name, f"{count:,}", f"{count / n:.2f}", "") for name, count in runs[-1]["records"].items()]
-    rows += [(f"{name} changelog", f"{log.records:,}", f"{log.records / n:.2f}", f"{log.bytes / n:,.0f}")
-             for name, log in runs[-1]["changelogs"].items()]
+    rows += [
+        (f"{name} changelog", f"{log.records:,}", f"{log.records / n:.2f}", f"{log.bytes / n:,.0f}")
+        for name, log in runs[-1]["changelogs"].items()
+    ]
     total = sum(runs[-1]["records"].values()) + sum(log.records for log in runs[-1]["changelogs"].values())
     rows.append(("all written", f"{total:,}", f"{total / n:.2f}", ""))
     print(f"\nRecords the worker wrote per input event (last run, {n:,} events):")
@@ -254,8 +282,13 @@ def core_cost(settings: Any, lines: list[bytes]) -> float:
     from streams.scoring import TreeEditScorer
 
     started = time.process_time()
-    analyze_lines(lines, EngineConfig.from_settings(settings), TreeEditScorer.from_settings(settings),
-                  NudgeConfig.from_settings(settings), partitions=None)
+    analyze_lines(
+        lines,
+        EngineConfig.from_settings(settings),
+        TreeEditScorer.from_settings(settings),
+        NudgeConfig.from_settings(settings),
+        partitions=None,
+    )
     return (time.process_time() - started) / len(lines)
 
 
@@ -271,56 +304,92 @@ async def bench_throughput(base: Any, lines: list[bytes], variants: list[str], r
                 await drop_db(base, settings)
             results[variant].append(r)
             n = r["n"]
-            print(f"repeat {repeat + 1} {variant:>8}: load {r['load']:.2f}  produce {r['produce_s']:.2f} s  "
-                  f"ingested {fmt_rate(n / r['ingest_s'])}/s  analysed+committed {fmt_rate(n / r['done_s'])}/s "
-                  f"({r['done_s']:.1f} s)  ceiling {fmt_rate(r['ceiling'])}/s  "
-                  f"ratio {n / r['done_s'] / r['ceiling']:.1%}  cores floor {fmt_rate(r['floor'])}/s "
-                  f"({r['floor'] / r['ceiling']:.1%})  worker CPU {r['cpu_s'] / n * 1e6:.0f} us/event "
-                  f"({r['cpu_s'] / r['done_s']:.0%} of a core)  ceiling CPU {r['ceiling_cpu_s'] / n * 1e6:.0f} us/event "
-                  f"(CPU ratio {r['ceiling_cpu_s'] / r['cpu_s']:.1%}; agent {r['agent_cpu_s'] / n * 1e6:.0f}, "
-                  f"main thread rest {r['main_rest_cpu_s'] / n * 1e6:.0f}, other threads "
-                  f"{r['threads_cpu_s'] / n * 1e6:.0f})  RSS {r['rss_idle_mib']:.0f}->{r['rss_end_mib']:.0f} "
-                  f"(peak {r['rss_peak_mib']:.0f}) MiB  runs {r['runs']} triggers {r['triggers']}", flush=True)
+            print(
+                f"repeat {repeat + 1} {variant:>8}: load {r['load']:.2f}  produce {r['produce_s']:.2f} s  "
+                f"ingested {fmt_rate(n / r['ingest_s'])}/s  analysed+committed {fmt_rate(n / r['done_s'])}/s "
+                f"({r['done_s']:.1f} s)  ceiling {fmt_rate(r['ceiling'])}/s  "
+                f"ratio {n / r['done_s'] / r['ceiling']:.1%}  cores floor {fmt_rate(r['floor'])}/s "
+                f"({r['floor'] / r['ceiling']:.1%})  worker CPU {r['cpu_s'] / n * 1e6:.0f} us/event "
+                f"({r['cpu_s'] / r['done_s']:.0%} of a core)  ceiling CPU {r['ceiling_cpu_s'] / n * 1e6:.0f} us/event "
+                f"(CPU ratio {r['ceiling_cpu_s'] / r['cpu_s']:.1%}; agent {r['agent_cpu_s'] / n * 1e6:.0f}, "
+                f"main thread rest {r['main_rest_cpu_s'] / n * 1e6:.0f}, other threads "
+                f"{r['threads_cpu_s'] / n * 1e6:.0f})  RSS {r['rss_idle_mib']:.0f}->{r['rss_end_mib']:.0f} "
+                f"(peak {r['rss_peak_mib']:.0f}) MiB  runs {r['runs']} triggers {r['triggers']}",
+                flush=True,
+            )
             await asyncio.sleep(1)
     rows = []
     for variant, runs in results.items():
         n = runs[0]["n"]
         done = [n / r["done_s"] for r in runs]
         ratio = [n / r["done_s"] / r["ceiling"] for r in runs]
-        rows.append((
-            variant, f"{int(n):,}", fmt_rate(median(done)), f"{fmt_rate(min(done))}–{fmt_rate(max(done))}",
-            fmt_rate(median([n / r["ingest_s"] for r in runs])), fmt_rate(median([r["ceiling"] for r in runs])),
-            f"{median(ratio):.1%}", fmt_rate(median([r["floor"] for r in runs])),
-            f"{median([r['floor'] / r['ceiling'] for r in runs]):.1%}",
-            f"{median([r['produce_s'] for r in runs]):.2f}",
-            f"{median([r['cpu_s'] / n * 1e6 for r in runs]):.0f}",
-            f"{median([r['cpu_s'] / r['done_s'] for r in runs]):.0%}",
-            f"{median([r['ceiling_cpu_s'] / n * 1e6 for r in runs]):.0f}",
-            f"{median([r['ceiling_cpu_s'] / r['cpu_s'] for r in runs]):.1%}",
-            f"{median([r['agent_cpu_s'] / n * 1e6 for r in runs]):.0f}",
-            f"{median([r['main_rest_cpu_s'] / n * 1e6 for r in runs]):.0f}",
-            f"{median([r['threads_cpu_s'] / n * 1e6 for r in runs]):.0f}",
-            f"{median([r['rss_idle_mib'] for r in runs]):.0f} / {median([r['rss_end_mib'] for r in runs]):.0f} / "
-            f"{median([r['rss_peak_mib'] for r in runs]):.0f}",
-            f"{median([r['load'] for r in runs]):.2f}",
-        ))
+        rows.append(
+            (
+                variant,
+                f"{int(n):,}",
+                fmt_rate(median(done)),
+                f"{fmt_rate(min(done))}–{fmt_rate(max(done))}",
+                fmt_rate(median([n / r["ingest_s"] for r in runs])),
+                fmt_rate(median([r["ceiling"] for r in runs])),
+                f"{median(ratio):.1%}",
+                fmt_rate(median([r["floor"] for r in runs])),
+                f"{median([r['floor'] / r['ceiling'] for r in runs]):.1%}",
+                f"{median([r['produce_s'] for r in runs]):.2f}",
+                f"{median([r['cpu_s'] / n * 1e6 for r in runs]):.0f}",
+                f"{median([r['cpu_s'] / r['done_s'] for r in runs]):.0%}",
+                f"{median([r['ceiling_cpu_s'] / n * 1e6 for r in runs]):.0f}",
+                f"{median([r['ceiling_cpu_s'] / r['cpu_s'] for r in runs]):.1%}",
+                f"{median([r['agent_cpu_s'] / n * 1e6 for r in runs]):.0f}",
+                f"{median([r['main_rest_cpu_s'] / n * 1e6 for r in runs]):.0f}",
+                f"{median([r['threads_cpu_s'] / n * 1e6 for r in runs]):.0f}",
+                f"{median([r['rss_idle_mib'] for r in runs]):.0f} / {median([r['rss_end_mib'] for r in runs]):.0f} / "
+                f"{median([r['rss_peak_mib'] for r in runs]):.0f}",
+                f"{median([r['load'] for r in runs]):.2f}",
+            )
+        )
     print()
-    print(table(["worker", "events", "events/s to analysis committed (median)", "range",
-                 "to vex.events /s", "raw ceiling /s", "ratio", "cores floor /s", "floor / ceiling", "produce s", "worker CPU µs/event",
-                 "worker CPU busy", "ceiling CPU µs/event", "CPU ratio", "of which: agent µs/event",
-                 "main thread rest µs/event", "other threads µs/event", "RSS MiB idle / end / peak", "load"], rows))
+    print(
+        table(
+            [
+                "worker",
+                "events",
+                "events/s to analysis committed (median)",
+                "range",
+                "to vex.events /s",
+                "raw ceiling /s",
+                "ratio",
+                "cores floor /s",
+                "floor / ceiling",
+                "produce s",
+                "worker CPU µs/event",
+                "worker CPU busy",
+                "ceiling CPU µs/event",
+                "CPU ratio",
+                "of which: agent µs/event",
+                "main thread rest µs/event",
+                "other threads µs/event",
+                "RSS MiB idle / end / peak",
+                "load",
+            ],
+            rows,
+        )
+    )
     print(f"goals: >= {GOAL_RATE:,.0f} events/s per worker process, >= {GOAL_RATIO:.0%} of the raw ceiling")
     cores_us = core_cost(base, lines) * 1e6
-    print(f"the pure cores alone (streams.local.analyze_lines on the same lines, in process): "
-          f"{cores_us:.0f} µs CPU per event")
+    print(
+        f"the pure cores alone (streams.local.analyze_lines on the same lines, in process): "
+        f"{cores_us:.0f} µs CPU per event"
+    )
     for variant, runs in results.items():
         n = runs[0]["n"]
         budget = median([r["ceiling_cpu_s"] / n * 1e6 / GOAL_RATIO for r in runs])
         outside = median([(r["main_rest_cpu_s"] + r["threads_cpu_s"]) / n * 1e6 for r in runs])
-        print(f"budget ({variant}): {GOAL_RATIO:.0%} of the ceiling's CPU rate allows {budget:.0f} µs of worker CPU "
-              f"per event; outside the agent the worker spent {outside:.0f}, which leaves {budget - outside:.0f} "
-              f"for the agent (it spent {median([r['agent_cpu_s'] / n * 1e6 for r in runs]):.0f}; "
-              f"its pure cores alone {cores_us:.0f})")
+        print(
+            f"budget ({variant}): {GOAL_RATIO:.0%} of the ceiling's CPU rate allows {budget:.0f} µs of worker CPU "
+            f"per event; outside the agent the worker spent {outside:.0f}, which leaves {budget - outside:.0f} "
+            f"for the agent (it spent {median([r['agent_cpu_s'] / n * 1e6 for r in runs]):.0f}; "
+            f"its pure cores alone {cores_us:.0f})"
+        )
     report_state(next(iter(results.values())))
 
 
@@ -344,8 +413,11 @@ class OutputReader:
     async def _run(self) -> None:
         from aiokafka import AIOKafkaConsumer, TopicPartition
 
-        consumer = AIOKafkaConsumer(bootstrap_servers=self.settings.kafka_bootstrap_servers,
-                                    enable_auto_commit=False, auto_offset_reset="earliest")
+        consumer = AIOKafkaConsumer(
+            bootstrap_servers=self.settings.kafka_bootstrap_servers,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+        )
         await consumer.start()
         runs, triggers = self.settings.topic(T.RUNS.name), self.settings.topic(T.TRIGGERS.name)
         try:
@@ -388,8 +460,9 @@ async def paced_send(settings: Any, lines: list[Line], rate: float) -> dict[str,
             now = time.time()
             value = line.retimed(now)
             sent[line.event_id] = now
-            pending.append(await producer.send(topic, value=value, key=line.key,
-                                               headers=[(LINE_HEADER, str(number + 1).encode())]))
+            pending.append(
+                await producer.send(topic, value=value, key=line.key, headers=[(LINE_HEADER, str(number + 1).encode())])
+            )
             if len(pending) >= 500:
                 await asyncio.gather(*pending)
                 pending.clear()
@@ -406,9 +479,14 @@ async def latency_once(settings: Any, lines: list[Line], rate: float, variant: s
 
     await ensure_topics(settings)
     fetch_wait, options, roles = worker_variant(variant)
-    worker = BenchWorker(settings.app_id, settings.topic_prefix, clock="live", fetch_max_wait_ms=fetch_wait,
-                         app_options=options,
-                         extra_args=[*roles, "--set", f"database_url={settings.database_url.get_secret_value()}"]).start()
+    worker = BenchWorker(
+        settings.app_id,
+        settings.topic_prefix,
+        clock="live",
+        fetch_max_wait_ms=fetch_wait,
+        app_options=options,
+        extra_args=[*roles, "--set", f"database_url={settings.database_url.get_secret_value()}"],
+    ).start()
     out: dict[str, Any] = {"load_before": float(load_average().split()[0])}
     reader = OutputReader(settings)
     try:
@@ -417,16 +495,14 @@ async def latency_once(settings: Any, lines: list[Line], rate: float, variant: s
             # every output topic has been written once (producer metadata, first-use paths).
             warm = classroom(1, tag="warm", id_base=WARM_ID_BASE)
             await paced_send(settings, warm, 500.0)
-            await watch.until(watch.analysed, len(warm), worker=worker, timeout_s=180,
-                              interval_s=0.1)
+            await watch.until(watch.analysed, len(warm), worker=worker, timeout_s=180, interval_s=0.1)
             await asyncio.sleep(1.0)
             await reader.start()
             out["rss_idle_mib"] = rss_kib(worker.pid)[0] / 1024
             cpu0, t0 = cpu_seconds(worker.pid), time.time()
             sent = await paced_send(settings, lines, rate)
             out["send_s"] = time.time() - t0
-            await watch.until(watch.analysed, len(lines) + len(warm), worker=worker,
-                              timeout_s=120, interval_s=0.1)
+            await watch.until(watch.analysed, len(lines) + len(warm), worker=worker, timeout_s=120, interval_s=0.1)
             out["cpu_busy"] = (cpu_seconds(worker.pid) - cpu0) / (time.time() - t0)
             await asyncio.sleep(2.0)  # the last outputs reach the reader
             out["rss_end_mib"], out["rss_peak_mib"] = (v / 1024 for v in rss_kib(worker.pid))
@@ -436,8 +512,11 @@ async def latency_once(settings: Any, lines: list[Line], rate: float, variant: s
         worker.stop()
     await delete_topics(settings)
     runs = [(recv - sent[eid], ts - sent[eid], sent[eid]) for eid, recv, ts in reader.runs if eid in sent]
-    triggers = [(recv - sent[eid], ts - sent[eid], kind, sent[eid]) for eid, kind, recv, ts in reader.triggers
-                if eid in sent and kind != "inactive"]
+    triggers = [
+        (recv - sent[eid], ts - sent[eid], kind, sent[eid])
+        for eid, kind, recv, ts in reader.triggers
+        if eid in sent and kind != "inactive"
+    ]
     out["runs"] = runs
     out["triggers"] = triggers
     out["trigger_types"] = Counter(t[2] for t in triggers)
@@ -463,12 +542,15 @@ async def bench_latency(base: Any, lines: list[Line], rate: float, variants: lis
             results[variant].append(r)
             trig = [t[0] for t in r["triggers"]]
             run = [t[0] for t in r["runs"]]
-            print(f"latency run {repeat + 1} {variant:>8}: load {r['load_before']:.2f}->{r['load_after']:.2f}  "
-                  f"{r['n']:,} lines in {r['send_s']:.1f} s ({r['n'] / r['send_s']:.0f}/s)  "
-                  f"worker CPU {r['cpu_busy']:.0%} of a core  RSS {r['rss_idle_mib']:.0f}->{r['rss_end_mib']:.0f} "
-                  f"MiB  runs {len(run)}/{r['run_lines']} p50 {ms(run, 50)} p99 {ms(run, 99)} max {ms(run, 100)} ms"
-                  f"  triggers {len(trig)} p50 {ms(trig, 50)} p99 {ms(trig, 99)} max {ms(trig, 100)} ms  "
-                  f"types {dict(r['trigger_types'])}", flush=True)
+            print(
+                f"latency run {repeat + 1} {variant:>8}: load {r['load_before']:.2f}->{r['load_after']:.2f}  "
+                f"{r['n']:,} lines in {r['send_s']:.1f} s ({r['n'] / r['send_s']:.0f}/s)  "
+                f"worker CPU {r['cpu_busy']:.0%} of a core  RSS {r['rss_idle_mib']:.0f}->{r['rss_end_mib']:.0f} "
+                f"MiB  runs {len(run)}/{r['run_lines']} p50 {ms(run, 50)} p99 {ms(run, 99)} max {ms(run, 100)} ms"
+                f"  triggers {len(trig)} p50 {ms(trig, 50)} p99 {ms(trig, 99)} max {ms(trig, 100)} ms  "
+                f"types {dict(r['trigger_types'])}",
+                flush=True,
+            )
             await asyncio.sleep(1)
     rows = []
     for variant, runs in results.items():
@@ -476,17 +558,45 @@ async def bench_latency(base: Any, lines: list[Line], rate: float, variants: lis
             pooled = [t[0] for r in runs for t in r[index]]
             stamped = [t[1] for r in runs for t in r[index]]
             p99s = [percentile([t[0] for t in r[index]], 99) * 1000 for r in runs]
-            rows.append((variant, label, len(pooled), ms(pooled, 50), ms(pooled, 95), ms(pooled, 99),
-                         ms(pooled, 100), f"{min(p99s):.1f}–{max(p99s):.1f}", ms(stamped, 50), ms(stamped, 99),
-                         f"{median([r['cpu_busy'] for r in runs]):.0%}",
-                         f"{median([r['rss_idle_mib'] for r in runs]):.0f} / "
-                         f"{median([r['rss_end_mib'] for r in runs]):.0f}",
-                         f"{median([r['load_before'] for r in runs]):.2f}"))
+            rows.append(
+                (
+                    variant,
+                    label,
+                    len(pooled),
+                    ms(pooled, 50),
+                    ms(pooled, 95),
+                    ms(pooled, 99),
+                    ms(pooled, 100),
+                    f"{min(p99s):.1f}–{max(p99s):.1f}",
+                    ms(stamped, 50),
+                    ms(stamped, 99),
+                    f"{median([r['cpu_busy'] for r in runs]):.0%}",
+                    f"{median([r['rss_idle_mib'] for r in runs]):.0f} / {median([r['rss_end_mib'] for r in runs]):.0f}",
+                    f"{median([r['load_before'] for r in runs]):.2f}",
+                )
+            )
     print()
     print(f"Latency at {rate:g} lines/s, live clock, {repeats} runs pooled per worker (ms):")
-    print(table(["worker", "path", "n", "p50", "p95", "p99", "max", "p99 range over runs",
-                 "to record timestamp p50", "to record timestamp p99", "worker CPU busy", "RSS MiB idle / end",
-                 "load"], rows))
+    print(
+        table(
+            [
+                "worker",
+                "path",
+                "n",
+                "p50",
+                "p95",
+                "p99",
+                "max",
+                "p99 range over runs",
+                "to record timestamp p50",
+                "to record timestamp p99",
+                "worker CPU busy",
+                "RSS MiB idle / end",
+                "load",
+            ],
+            rows,
+        )
+    )
     kinds: Counter[str] = Counter()
     for r in next(iter(results.values())):
         kinds.update(t[2] for t in r["triggers"])
@@ -500,8 +610,16 @@ def main() -> None:
     parser.add_argument("--latency-copies", type=int, default=10, help="classroom copies for latency (default 10)")
     parser.add_argument("--rate", type=float, default=200.0, help="lines per second in the latency run")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--variants", default="all", help="throughput workers: all, stream, then +fwN, +key=value, +s:FIELD=VALUE or +l:LEVEL")
-    parser.add_argument("--latency-variants", default="all", help="latency workers: all, stream, then +fwN, +key=value, +s:FIELD=VALUE or +l:LEVEL")
+    parser.add_argument(
+        "--variants",
+        default="all",
+        help="throughput workers: all, stream, then +fwN, +key=value, +s:FIELD=VALUE or +l:LEVEL",
+    )
+    parser.add_argument(
+        "--latency-variants",
+        default="all",
+        help="latency workers: all, stream, then +fwN, +key=value, +s:FIELD=VALUE or +l:LEVEL",
+    )
     parser.add_argument("--quick", action="store_true", help="4 copies (2 for latency), one repeat")
     args = parser.parse_args()
     if args.quick:
@@ -512,16 +630,23 @@ def main() -> None:
     async def go() -> None:
         if "throughput" in parts:
             lines = classroom_lines(args.copies)
-            print(f"# pipeline throughput: {len(lines):,} events ({args.copies} x the sample classroom, "
-                  f"{sum(map(len, lines)) / len(lines):,.0f} bytes per line), {args.repeats} repeats; "
-                  f"{machine()}", flush=True)
+            print(
+                f"# pipeline throughput: {len(lines):,} events ({args.copies} x the sample classroom, "
+                f"{sum(map(len, lines)) / len(lines):,.0f} bytes per line), {args.repeats} repeats; "
+                f"{machine()}",
+                flush=True,
+            )
             await bench_throughput(base, lines, [v for v in args.variants.split(",") if v], args.repeats)
         if "latency" in parts:
             lat_lines = classroom(args.latency_copies)
-            print(f"\n# pipeline latency: {len(lat_lines):,} lines ({args.latency_copies} x the sample classroom, "
-                  f"re-timed) at {args.rate:g}/s, {args.repeats} runs; {machine()}", flush=True)
-            await bench_latency(base, lat_lines, args.rate,
-                                [v for v in args.latency_variants.split(",") if v], args.repeats)
+            print(
+                f"\n# pipeline latency: {len(lat_lines):,} lines ({args.latency_copies} x the sample classroom, "
+                f"re-timed) at {args.rate:g}/s, {args.repeats} runs; {machine()}",
+                flush=True,
+            )
+            await bench_latency(
+                base, lat_lines, args.rate, [v for v in args.latency_variants.split(",") if v], args.repeats
+            )
 
     asyncio.run(go())
 

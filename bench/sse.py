@@ -123,8 +123,9 @@ async def listen(http: aiohttp.ClientSession, url: str, token: str, client: Clie
         client.ready.set()
 
 
-async def publish_all(settings: Settings, students: list[str], rate: float | None,
-                      go: Callable[[], Awaitable[None]] | None = None) -> dict[int, float]:
+async def publish_all(
+    settings: Settings, students: list[str], rate: float | None, go: Callable[[], Awaitable[None]] | None = None
+) -> dict[int, float]:
     """Store one nudge per student and publish it; returns each message's publish time.
 
     Paced (``rate``): store, then publish, one message every 1/rate s.
@@ -133,8 +134,9 @@ async def publish_all(settings: Settings, students: list[str], rate: float | Non
     ``go`` is awaited once the clients are connected to Postgres and Kafka.
     """
     pool = await create_pool(settings, min_size=2, max_size=4)
-    producer = AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap_servers,
-                                enable_idempotence=True, linger_ms=0)
+    producer = AIOKafkaProducer(
+        bootstrap_servers=settings.kafka_bootstrap_servers, enable_idempotence=True, linger_ms=0
+    )
     await producer.start()
     topic = settings.topic(T.FEEDBACK.name)
     sent_at: dict[int, float] = {}
@@ -168,16 +170,31 @@ async def publish_all(settings: Settings, students: list[str], rate: float | Non
 async def _store(pool: asyncpg.Pool, student: str, text: str) -> FeedbackMessage:
     """Insert the nudge row; the record the feedback service would publish for it."""
     stored = await repo_messages.insert_message(
-        pool, response_id=str(uuid.uuid4()), student_key=student, session_id="bench",
-        role="assistant", text=text, origin="proactive", classes=["ELABORATE"], model="template")
-    return FeedbackMessage(message_id=stored.id, response_id=stored.response_id, student_key=student,
-                           session_id="bench", role="assistant", origin=Lane.PROACTIVE, text=text,
-                           feedback_classes=["ELABORATE"], model="template",
-                           created_at=stored.created_at)
+        pool,
+        response_id=str(uuid.uuid4()),
+        student_key=student,
+        session_id="bench",
+        role="assistant",
+        text=text,
+        origin="proactive",
+        classes=["ELABORATE"],
+        model="template",
+    )
+    return FeedbackMessage(
+        message_id=stored.id,
+        response_id=stored.response_id,
+        student_key=student,
+        session_id="bench",
+        role="assistant",
+        origin=Lane.PROACTIVE,
+        text=text,
+        feedback_classes=["ELABORATE"],
+        model="template",
+        created_at=stored.created_at,
+    )
 
 
-def _publisher_process(settings_json: str, students: list[str], rate: float | None,
-                       conn: Connection) -> None:
+def _publisher_process(settings_json: str, students: list[str], rate: float | None, conn: Connection) -> None:
     """Child process: connect, say ready, wait for go, store and publish, report the times."""
     settings = Settings.model_validate_json(settings_json)
 
@@ -218,9 +235,10 @@ async def run(args: argparse.Namespace) -> dict[str, object]:
     base = load_settings()
     settings = base.model_copy(update={"topic_prefix": f"bench-{uuid.uuid4().hex[:8]}."})
     nofile = raise_nofile(args.clients * 2 + 256)
-    await ensure_topics(settings, [settings.topic(n) for n in
-                                   (T.FEEDBACK.name, T.TRIGGERS.name, T.NUDGE_OUTCOMES.name,
-                                    T.CHAT_REQUESTS.name)])
+    await ensure_topics(
+        settings,
+        [settings.topic(n) for n in (T.FEEDBACK.name, T.TRIGGERS.name, T.NUDGE_OUTCOMES.name, T.CHAT_REQUESTS.name)],
+    )
     secret, admin = secrets.token_hex(32), secrets.token_hex(16)
     gateway = GatewayProcess(settings, secret, admin, port=args.port, loglevel="warning").start()
     connector = aiohttp.TCPConnector(limit=0, force_close=False)
@@ -261,20 +279,24 @@ async def run(args: argparse.Namespace) -> dict[str, object]:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             gateway.stop()
-    result = summarize(args, clients, sent_at, rss_before, rss_connected, rss_after,
-                       connect_s, publish_s, nofile, metrics_text)
+    result = summarize(
+        args, clients, sent_at, rss_before, rss_connected, rss_after, connect_s, publish_s, nofile, metrics_text
+    )
     if not args.no_baseline:
-        values = await baseline(settings, [f"base-{c.student}" for c in clients],
-                                None if args.burst else args.rate)
+        values = await baseline(settings, [f"base-{c.student}" for c in clients], None if args.burst else args.rate)
         result["baseline_delivered"] = len(values)
         if values:
             result["baseline_publish_to_consumer_ms"] = {
-                "p50": round(pct(values, 50), 1), "p90": round(pct(values, 90), 1),
-                "p99": round(pct(values, 99), 1), "max": round(max(values), 1)}
+                "p50": round(pct(values, 50), 1),
+                "p90": round(pct(values, 90), 1),
+                "p99": round(pct(values, 99), 1),
+                "max": round(max(values), 1),
+            }
             gw = result.get("publish_to_client_ms")
             if isinstance(gw, dict):
                 result["gateway_vs_baseline"] = {
-                    q: round(gw[q] / max(pct(values, n), 0.01), 2) for q, n in (("p50", 50), ("p99", 99))}
+                    q: round(gw[q] / max(pct(values, n), 0.01), 2) for q, n in (("p50", 50), ("p99", 99))
+                }
     return result
 
 
@@ -283,8 +305,13 @@ async def baseline(base: Settings, students: list[str], rate: float | None) -> l
     settings = base.model_copy(update={"topic_prefix": f"bench-{uuid.uuid4().hex[:8]}."})
     topic = settings.topic(T.FEEDBACK.name)
     await ensure_topics(settings, [topic])
-    consumer = AIOKafkaConsumer(bootstrap_servers=settings.kafka_bootstrap_servers, group_id=None,
-                                enable_auto_commit=False, fetch_max_wait_ms=100, max_poll_records=1000)
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=settings.kafka_bootstrap_servers,
+        group_id=None,
+        enable_auto_commit=False,
+        fetch_max_wait_ms=100,
+        max_poll_records=1000,
+    )
     await consumer.start()
     received: dict[int, float] = {}
     try:
@@ -313,9 +340,18 @@ async def baseline(base: Settings, students: list[str], rate: float | None) -> l
     return [(received[m] - t) * 1000 for m, t in sent_at.items() if m in received]
 
 
-def summarize(args: argparse.Namespace, clients: list[Client], sent_at: dict[int, float],
-              rss_before: float, rss_connected: float, rss_after: float, connect_s: float,
-              publish_s: float, nofile: int, metrics_text: str) -> dict[str, object]:
+def summarize(
+    args: argparse.Namespace,
+    clients: list[Client],
+    sent_at: dict[int, float],
+    rss_before: float,
+    rss_connected: float,
+    rss_after: float,
+    connect_s: float,
+    publish_s: float,
+    nofile: int,
+    metrics_text: str,
+) -> dict[str, object]:
     from_stored: list[float] = []
     from_publish: list[float] = []
     wrong = duplicates = missing = 0
@@ -330,20 +366,31 @@ def summarize(args: argparse.Namespace, clients: list[Client], sent_at: dict[int
             from_publish.append((received - sent_at[int(data["message_id"])]) * 1000)  # type: ignore[call-overload]
     delivered = sum(1 for c in clients if c.got)
     result: dict[str, object] = {
-        "clients": args.clients, "mode": "burst" if args.burst else f"paced {args.rate:g}/s",
-        "delivered": delivered, "missing": missing, "duplicates": duplicates, "wrong": wrong,
-        "connect_s": round(connect_s, 2), "publish_s": round(publish_s, 2),
-        "rss_before_mib": round(rss_before, 1), "rss_connected_mib": round(rss_connected, 1),
-        "rss_after_mib": round(rss_after, 1), "nofile": nofile,
-        "python": platform.python_version(), "cpus": os.cpu_count(),
+        "clients": args.clients,
+        "mode": "burst" if args.burst else f"paced {args.rate:g}/s",
+        "delivered": delivered,
+        "missing": missing,
+        "duplicates": duplicates,
+        "wrong": wrong,
+        "connect_s": round(connect_s, 2),
+        "publish_s": round(publish_s, 2),
+        "rss_before_mib": round(rss_before, 1),
+        "rss_connected_mib": round(rss_connected, 1),
+        "rss_after_mib": round(rss_after, 1),
+        "nofile": nofile,
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
     }
     for name, values in (("stored_to_client_ms", from_stored), ("publish_to_client_ms", from_publish)):
         if values:
-            result[name] = {"p50": round(pct(values, 50), 1), "p90": round(pct(values, 90), 1),
-                            "p99": round(pct(values, 99), 1), "max": round(max(values), 1),
-                            "mean": round(statistics.fmean(values), 1)}
-    dropped = [line for line in metrics_text.splitlines()
-               if line.startswith("vexnudge_gateway_dropped_clients_total{")]
+            result[name] = {
+                "p50": round(pct(values, 50), 1),
+                "p90": round(pct(values, 90), 1),
+                "p99": round(pct(values, 99), 1),
+                "max": round(max(values), 1),
+                "mean": round(statistics.fmean(values), 1),
+            }
+    dropped = [line for line in metrics_text.splitlines() if line.startswith("vexnudge_gateway_dropped_clients_total{")]
     result["gateway_dropped"] = dropped
     return result
 
@@ -356,8 +403,11 @@ def main() -> int:
     parser.add_argument("--port", type=int, default=0, help="gateway port (0: a free one)")
     parser.add_argument("--wait", type=float, default=60.0, help="seconds to wait for delivery")
     parser.add_argument("--json", action="store_true", help="print the result as JSON only")
-    parser.add_argument("--no-baseline", action="store_true",
-                        help="skip the Kafka-only baseline (same nudges, a plain consumer, no gateway)")
+    parser.add_argument(
+        "--no-baseline",
+        action="store_true",
+        help="skip the Kafka-only baseline (same nudges, a plain consumer, no gateway)",
+    )
     args = parser.parse_args()
     try:
         result = asyncio.run(run(args))

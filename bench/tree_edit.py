@@ -128,8 +128,10 @@ def ms(seconds: float) -> str:
 
 
 def print_distance_table(classes: dict[str, Sample]) -> None:
-    print("\n| pairs | n | nodes (median) | apted median ms | ours median ms | ratio "
-          "| apted p95 ms | ours p95 ms | ratio | worst pair ratio |")
+    print(
+        "\n| pairs | n | nodes (median) | apted median ms | ours median ms | ratio "
+        "| apted p95 ms | ours p95 ms | ratio | worst pair ratio |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name, s in classes.items():
         if not s.ours:
@@ -142,8 +144,10 @@ def print_distance_table(classes: dict[str, Sample]) -> None:
             continue
         bm, bp = statistics.median(s.base), p95(s.base)
         worst = min(b / o for b, o in zip(s.base, s.ours, strict=True))
-        print(f"| {name} | {len(s.ours)} | {nodes} | {ms(bm)} | {ms(om)} | {bm / om:,.0f}x "
-              f"| {ms(bp)} | {ms(op)} | {bp / op:,.0f}x | {worst:,.0f}x |")
+        print(
+            f"| {name} | {len(s.ours)} | {nodes} | {ms(bm)} | {ms(om)} | {bm / om:,.0f}x "
+            f"| {ms(bp)} | {ms(op)} | {bp / op:,.0f}x | {worst:,.0f}x |"
+        )
 
 
 def fit_exponent(points: list[tuple[float, float]]) -> float:
@@ -151,8 +155,7 @@ def fit_exponent(points: list[tuple[float, float]]) -> float:
     xs = [math.log(n) for n, _ in points]
     ys = [math.log(t) for _, t in points]
     mx, my = statistics.fmean(xs), statistics.fmean(ys)
-    return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sum(
-        (x - mx) ** 2 for x in xs)
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sum((x - mx) ** 2 for x in xs)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -163,8 +166,10 @@ def main(argv: list[str] | None = None) -> int:
     counts = {50: 10, 100: 10, 200: 6, 400: 4, 1000: 3, 2000: 3}
     if args.quick:
         counts = {size: 1 for size in counts}
-    print(f"# tree edit distance benchmark: backend={BACKEND}, python {platform.python_version()}, "
-          f"{platform.machine()}, seed {args.seed}")
+    print(
+        f"# tree edit distance benchmark: backend={BACKEND}, python {platform.python_version()}, "
+        f"{platform.machine()}, seed {args.seed}"
+    )
     gc.disable()
     classes: dict[str, Sample] = {c: Sample() for c in ("0-29 nodes", "30-59 nodes", "60+ nodes")}
     parse_times: dict[str, list[float]] = defaultdict(list)
@@ -181,8 +186,7 @@ def main(argv: list[str] | None = None) -> int:
         sample = classes[name] = Sample()
         for xml_a, xml_b in synthetic_pairs(rng, blocks, counts[blocks]):
             a, b = parse_workspace(xml_a), parse_workspace(xml_b)
-            parse_times[f"{blocks} blocks"].append(
-                time_call(lambda xml=xml_a: parse_workspace(xml), 0.02))
+            parse_times[f"{blocks} blocks"].append(time_call(lambda xml=xml_a: parse_workspace(xml), 0.02))
             measure_pair(sample, a, b, with_baseline=blocks not in OURS_ONLY)
             print(f"  {name}: pair {len(sample.ours)}/{counts[blocks]} done", file=sys.stderr)
         growth["ours"].append((blocks, statistics.median(sample.ours)))
@@ -194,8 +198,10 @@ def main(argv: list[str] | None = None) -> int:
     print("|---|---:|---:|---:|")
     for name, values in parse_times.items():
         print(f"| {name} | {len(values)} | {ms(statistics.median(values))} | {ms(p95(values))} |")
-    print(f"\ncost growth (median time ~ blocks^k): apted k = {fit_exponent(growth['apted']):.2f} "
-          f"(50-400 blocks), ours k = {fit_exponent(growth['ours']):.2f} (50-2000 blocks)")
+    print(
+        f"\ncost growth (median time ~ blocks^k): apted k = {fit_exponent(growth['apted']):.2f} "
+        f"(50-400 blocks), ours k = {fit_exponent(growth['ours']):.2f} (50-2000 blocks)"
+    )
     return 0
 
 

@@ -34,9 +34,7 @@ def _encode_json(value: Any) -> str:
 async def init_connection(conn: asyncpg.Connection) -> None:
     """Install the orjson codecs for ``json`` and ``jsonb`` on ``conn``."""
     for name in ("json", "jsonb"):
-        await conn.set_type_codec(
-            name, schema="pg_catalog", encoder=_encode_json, decoder=orjson.loads, format="text"
-        )
+        await conn.set_type_codec(name, schema="pg_catalog", encoder=_encode_json, decoder=orjson.loads, format="text")
 
 
 async def create_pool(

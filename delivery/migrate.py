@@ -109,9 +109,7 @@ def load_migrations(source: Traversable | Path | None = None) -> list[Migration]
             continue
         version, name = parse_name(entry.name)
         if version in found:
-            raise BadMigrationSet(
-                f"two migrations have version {version}: {found[version].name}.sql and {entry.name}"
-            )
+            raise BadMigrationSet(f"two migrations have version {version}: {found[version].name}.sql and {entry.name}")
         found[version] = Migration(version, name, entry.read_text(encoding="utf-8"))
     return [found[v] for v in sorted(found)]
 
@@ -206,8 +204,7 @@ async def _apply(conn: asyncpg.Connection, qualified: str, migration: Migration)
             )
     except asyncpg.PostgresError as exc:
         raise MigrationError(
-            f"migration {migration.name}.sql failed and was rolled back: "
-            f"{type(exc).__name__}: {exc}"
+            f"migration {migration.name}.sql failed and was rolled back: {type(exc).__name__}: {exc}"
         ) from exc
 
 

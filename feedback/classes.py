@@ -47,26 +47,17 @@ SPECS: dict[FeedbackClass, ClassSpec] = {
     FeedbackClass.POSITIVE_FEEDBACK: ClassSpec(
         "Positive Feedback",
         "Confirm that an action was fully right and say briefly why it works. Keep praise modest.",
-        (
-            "Your `turn for` of 90 degrees points the robot straight "
-            "at the lab, so the next drive lines up.",
-        ),
+        ("Your `turn for` of 90 degrees points the robot straight at the lab, so the next drive lines up.",),
     ),
     FeedbackClass.PARTIAL_CORRECTNESS: ClassSpec(
         "Partial Correctness",
         "Start with the part that works, then name one or two things to fix.",
-        (
-            "The robot reaches the crater now; the `drive for` "
-            "after it still stops short of the lab.",
-        ),
+        ("The robot reaches the crater now; the `drive for` after it still stops short of the lab.",),
     ),
     FeedbackClass.CORRECTIVE_GUIDANCE: ClassSpec(
         "Corrective Guidance",
         "Say plainly that something is not right and how to fix it.",
-        (
-            "The arm never lifts because its motor block moves it "
-            "down; change that block's direction to up.",
-        ),
+        ("The arm never lifts because its motor block moves it down; change that block's direction to up.",),
     ),
     FeedbackClass.EVIDENCE_BASED_PRAISE: ClassSpec(
         "Evidence-Based Praise",
@@ -120,10 +111,7 @@ SPECS: dict[FeedbackClass, ClassSpec] = {
     FeedbackClass.ELABORATE: ClassSpec(
         "Elaborate",
         "Explain a bit more of why something works, in small pieces.",
-        (
-            "`repeat until` keeps checking its condition, so the robot "
-            "stops as soon as the sensor sees the sample.",
-        ),
+        ("`repeat until` keeps checking its condition, so the robot stops as soon as the sensor sees the sample.",),
     ),
     FeedbackClass.REPEAT: ClassSpec(
         "Remind",

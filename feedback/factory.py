@@ -49,5 +49,4 @@ def build_service(
         dead-letters it).
     """
     client = OllamaClient.from_settings(settings) if isinstance(llm, str) else llm
-    return FeedbackService(pool, client, settings, publish, metrics=metrics, clock=clock,
-                           on_refused=on_refused)
+    return FeedbackService(pool, client, settings, publish, metrics=metrics, clock=clock, on_refused=on_refused)

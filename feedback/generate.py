@@ -40,13 +40,9 @@ from topology.schemas.feedback import FeedbackRequest, Lane
 #: Fixed replies that need no model, in our own words.
 CANNED_REPLIES: dict[str, str] = {
     "run_in_progress": (
-        "Your robot is still running. Press the Stop button to end the run, "
-        "then ask your question again."
+        "Your robot is still running. Press the Stop button to end the run, then ask your question again."
     ),
-    "no_session": (
-        "I cannot see your project yet. Open your playground and run your program once, "
-        "then ask me again."
-    ),
+    "no_session": ("I cannot see your project yet. Open your playground and run your program once, then ask me again."),
 }
 
 #: Internal behaviour labels as a reply might spell them (outside backticks).
@@ -103,9 +99,7 @@ def _canned(request: FeedbackRequest, kind: str) -> FeedbackResult:
     )
 
 
-async def _model_reply(
-    llm: LLMClient, prompt: str, request: FeedbackRequest, trim: bool
-) -> tuple[str, LLMAnswer]:
+async def _model_reply(llm: LLMClient, prompt: str, request: FeedbackRequest, trim: bool) -> tuple[str, LLMAnswer]:
     answer = await llm.complete(prompt)
     text = clean_reply(answer.text, trim=trim)
     if not text:

@@ -25,8 +25,24 @@ MAX_SENTENCES = 2
 MIN_CLAUSE_WORDS = 6
 
 _NEVER_END = frozenset(
-    {"e.g.", "i.e.", "eg.", "ie.", "mr.", "mrs.", "ms.", "dr.", "vs.", "approx.", "st.", "cf.",
-     "ca.", "no.", "nr.", "fig."}
+    {
+        "e.g.",
+        "i.e.",
+        "eg.",
+        "ie.",
+        "mr.",
+        "mrs.",
+        "ms.",
+        "dr.",
+        "vs.",
+        "approx.",
+        "st.",
+        "cf.",
+        "ca.",
+        "no.",
+        "nr.",
+        "fig.",
+    }
 )
 _END_PUNCT = re.compile(r"[.!?…]+[\"'”’)\]`]*$")
 _CLOSERS = "\"'”’)]`"

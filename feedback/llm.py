@@ -251,6 +251,4 @@ class TemplateResponder:
         """The template reply of the request (``prompt`` is not read)."""
         started = time.perf_counter()
         text = template_for_request(self._request)
-        return LLMAnswer(
-            text=text, model=TEMPLATE_MODEL, tokens=0, seconds=time.perf_counter() - started
-        )
+        return LLMAnswer(text=text, model=TEMPLATE_MODEL, tokens=0, seconds=time.perf_counter() - started)

@@ -76,8 +76,7 @@ class NudgeConfig:
     """
 
     enabled: bool = default("trigger_daemon_enabled")
-    disabled_types: frozenset[TriggerType] = frozenset(
-        TriggerType(t) for t in default("trigger_disabled"))
+    disabled_types: frozenset[TriggerType] = frozenset(TriggerType(t) for t in default("trigger_disabled"))
     cooldown_s: float = default("nudge_cooldown_s")
     realert_cap: int = default("inactive_realert_nudge_cap")
     max_age_s: float = default("nudge_max_age_s")
@@ -125,9 +124,7 @@ class NudgeState:
         """The JSON form (for the engine's table)."""
         return {
             "last": self.last_nudge_ts,
-            "used": [
-                [u.session_id, u.slot, u.trigger_id, u.type.value, u.spell] for u in self.used
-            ],
+            "used": [[u.session_id, u.slot, u.trigger_id, u.type.value, u.spell] for u in self.used],
             "spell": self.spell,
             "realerts": self.realerts,
             "held": self.held.model_dump(mode="json") if self.held else None,
@@ -263,8 +260,13 @@ def _duplicate(fire: TriggerFired, state: NudgeState) -> Decision | None:
 
 
 def _one(
-    fire: TriggerFired, state: NudgeState, config: NudgeConfig, *,
-    now: float, run_in_progress: bool, slot: int,
+    fire: TriggerFired,
+    state: NudgeState,
+    config: NudgeConfig,
+    *,
+    now: float,
+    run_in_progress: bool,
+    slot: int,
 ) -> tuple[list[Decision], NudgeState]:
     """Apply the rules to one fire."""
     duplicate = _duplicate(fire, state)
@@ -294,7 +296,11 @@ def release(state: NudgeState, config: NudgeConfig, *, now: float) -> PolicyResu
         return PolicyResult((), state)
     state = replace(state, held=None, held_slot=None)
     decisions, state = _one(
-        fire, state, config, now=now, run_in_progress=False,
+        fire,
+        state,
+        config,
+        now=now,
+        run_in_progress=False,
         slot=slot if slot is not None else BEFORE_FIRST_RUN,
     )
     return PolicyResult(tuple(decisions), state)
@@ -327,7 +333,11 @@ def decide(
         state = released.state
     for fire in sorted(fires, key=lambda f: -priority(f.type)):
         made, state = _one(
-            fire, state, config, now=now, run_in_progress=run_in_progress,
+            fire,
+            state,
+            config,
+            now=now,
+            run_in_progress=run_in_progress,
             slot=slot_of(fire, last_run_index),
         )
         decisions += made

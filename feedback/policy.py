@@ -59,21 +59,11 @@ TRIGGER_CLASSES: dict[TriggerType, frozenset[FC]] = {
 
 #: Third-person facts for the model, one per trigger type.
 FACTS: dict[TriggerType, str] = {
-    TriggerType.WHEEL_SPIN: (
-        "The student has run the same program several times in a row without changing any block."
-    ),
-    TriggerType.RESILIENCE: (
-        "After several runs with no change, the student has just changed the program."
-    ),
-    TriggerType.EXPLORER: (
-        "The student just changed a large part of the program in one step."
-    ),
-    TriggerType.ITERATIVE: (
-        "The student has been making small, steady changes and testing after each one."
-    ),
-    TriggerType.INACTIVE: (
-        "The student has not done anything in the editor for a few minutes."
-    ),
+    TriggerType.WHEEL_SPIN: ("The student has run the same program several times in a row without changing any block."),
+    TriggerType.RESILIENCE: ("After several runs with no change, the student has just changed the program."),
+    TriggerType.EXPLORER: ("The student just changed a large part of the program in one step."),
+    TriggerType.ITERATIVE: ("The student has been making small, steady changes and testing after each one."),
+    TriggerType.INACTIVE: ("The student has not done anything in the editor for a few minutes."),
 }
 
 #: The fact used when a trigger type has no fact of its own.

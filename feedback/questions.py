@@ -35,7 +35,7 @@ QUESTIONS: dict[QuestionType, QuestionInfo] = {
     QuestionType.TASK: QuestionInfo(
         title="Understanding the task",
         definition="The student is unsure what the playground asks for or what counts as done.",
-        includes="\"what am I supposed to do?\", \"how do I get points?\"",
+        includes='"what am I supposed to do?", "how do I get points?"',
         excludes="questions about a specific block or a robot that misbehaves",
         scaffolding=(
             "1. Restate the goal in one plain sentence.\n"
@@ -46,7 +46,7 @@ QUESTIONS: dict[QuestionType, QuestionInfo] = {
     QuestionType.STRATEGY: QuestionInfo(
         title="Choosing an action or strategy",
         definition="The student knows the goal and asks how to make the robot do something.",
-        includes="\"how do I turn around?\", \"which block lifts the arm?\"",
+        includes='"how do I turn around?", "which block lifts the arm?"',
         excludes="a program that already runs but does the wrong thing",
         scaffolding=(
             "1. Name the block (from the block list) that does the step.\n"
@@ -57,7 +57,7 @@ QUESTIONS: dict[QuestionType, QuestionInfo] = {
     QuestionType.DEBUGGING: QuestionInfo(
         title="Finding a problem",
         definition="The program runs but the robot does something unexpected, or nothing.",
-        includes="\"why does it stop early?\", \"it drives past the lab\"",
+        includes='"why does it stop early?", "it drives past the lab"',
         excludes="questions about what the task is",
         scaffolding=(
             "1. Compare what the student expects with what the program says.\n"
@@ -67,8 +67,8 @@ QUESTIONS: dict[QuestionType, QuestionInfo] = {
     ),
     QuestionType.GENERAL: QuestionInfo(
         title="General or unclear",
-        definition="Anything else: greetings, feelings, vague requests such as \"help\".",
-        includes="\"help\", \"this is hard\", \"hi\"",
+        definition='Anything else: greetings, feelings, vague requests such as "help".',
+        includes='"help", "this is hard", "hi"',
         excludes="a clear question of one of the other kinds",
         scaffolding=(
             "1. Acknowledge the message briefly.\n"
@@ -101,6 +101,10 @@ def classifier_prompt(message: str) -> str:
             f"{qtype.value}. {info.title}: {info.definition}",
             f"   For example: {info.includes}. Not: {info.excludes}.",
         ]
-    lines += ["", f"Student message: {message.strip() or '(empty)'}", "",
-              "Answer with a single digit (0, 1, 2 or 3) and nothing else."]
+    lines += [
+        "",
+        f"Student message: {message.strip() or '(empty)'}",
+        "",
+        "Answer with a single digit (0, 1, 2 or 3) and nothing else.",
+    ]
     return "\n".join(lines)

@@ -122,8 +122,11 @@ def _calls(root: ET.Element) -> Iterator[str]:
                     yield name
             for slot in block:
                 kind = _local(slot.tag)
-                inner = _first(slot, "block") if kind == "statement" else (
-                    _value_parts(slot)[0] if kind == "value" else None)
+                inner = (
+                    _first(slot, "block")
+                    if kind == "statement"
+                    else (_value_parts(slot)[0] if kind == "value" else None)
+                )
                 if inner is not None:
                     found.append(inner)
         pending.extend(reversed(found))
@@ -142,9 +145,7 @@ def _definitions(roots: list[ET.Element]) -> dict[str, int]:
 
 def live_roots(roots: list[ET.Element]) -> set[int]:
     """Indices of the top-level stacks that run (hats plus called definitions)."""
-    live = {
-        i for i, r in enumerate(roots) if r.get("type") in HAT_TYPES and not is_disabled(r)
-    }
+    live = {i for i, r in enumerate(roots) if r.get("type") in HAT_TYPES and not is_disabled(r)}
     definitions = _definitions(roots)
     pending = list(live)
     while pending:
@@ -160,7 +161,7 @@ def clean_type(block_type: str) -> str:
     """The block type without its editor prefix (``pg_``, ``aim_``, ``mixed_``)."""
     for prefix in _STRIP_PREFIXES:
         if block_type.startswith(prefix):
-            return block_type[len(prefix):]
+            return block_type[len(prefix) :]
     return block_type
 
 

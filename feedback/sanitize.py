@@ -55,13 +55,9 @@ _META_LINE = re.compile(
     r"|\(?i (?:chose|used|kept|focused)\b.*)$",
     re.I,
 )
-_EMOJI = re.compile(
-    "[\U0001f000-\U0001faff\u2600-\u27bf\u2b00-\u2bff\ufe0f\u200d\u2300-\u23ff]"
-)
+_EMOJI = re.compile("[\U0001f000-\U0001faff\u2600-\u27bf\u2b00-\u2bff\ufe0f\u200d\u2300-\u23ff]")
 
-_INTERJECTION = (
-    r"(?:(?:sure|okay|ok|of course|certainly|absolutely|alright|all right|got it)[!,.]*\s+)"
-)
+_INTERJECTION = r"(?:(?:sure|okay|ok|of course|certainly|absolutely|alright|all right|got it)[!,.]*\s+)"
 _META_NOUN = (
     r"(?:message|hint|feedback|response|reply|nudge|note|suggestion|tip|answer|check-in|"
     r"version|output|text)"
@@ -84,12 +80,41 @@ _FILLER = re.compile(
 
 _LABEL_WORDS = sorted(
     {
-        "student", "assistant", "coach", "tutor", "ai", "bot", "agent", "feedback", "message",
-        "response", "reply", "answer", "hint", "tip", "nudge", "note", "output", "suggestion",
-        "encouragement", "praise", "reassurance", "check-in", "final answer", "final message",
-        "feedback message", "short message", "student message", "message to student",
-        "message for student", "message to the student", "message for the student",
-        "response to student", "response to the student", "diagnose", "encourage testing",
+        "student",
+        "assistant",
+        "coach",
+        "tutor",
+        "ai",
+        "bot",
+        "agent",
+        "feedback",
+        "message",
+        "response",
+        "reply",
+        "answer",
+        "hint",
+        "tip",
+        "nudge",
+        "note",
+        "output",
+        "suggestion",
+        "encouragement",
+        "praise",
+        "reassurance",
+        "check-in",
+        "final answer",
+        "final message",
+        "feedback message",
+        "short message",
+        "student message",
+        "message to student",
+        "message for student",
+        "message to the student",
+        "message for the student",
+        "response to student",
+        "response to the student",
+        "diagnose",
+        "encourage testing",
         *(spec.prompt_name.lower() for spec in SPECS.values()),
     },
     key=len,
@@ -124,7 +149,7 @@ def _strip_reasoning(text: str) -> str:
         return ""
     closes = list(_THINK_CLOSE.finditer(text))
     if closes:
-        text = text[closes[-1].end():]
+        text = text[closes[-1].end() :]
     return _SPECIAL_TOKEN.sub(" ", text)
 
 
@@ -136,8 +161,7 @@ def _strip_markdown(text: str) -> str:
 
 
 _CLASS_NAMES = "|".join(
-    re.escape(name)
-    for name in sorted({spec.prompt_name for spec in SPECS.values()}, key=len, reverse=True)
+    re.escape(name) for name in sorted({spec.prompt_name for spec in SPECS.values()}, key=len, reverse=True)
 )
 _CLASS_LINE = re.compile(
     rf"^(?:feedback(?: types?| classes?)?|types?|classes?)\s*:\s*(?:{_CLASS_NAMES})"
@@ -151,7 +175,7 @@ def _drop_meta_lines(text: str) -> str:
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     speakers = [i for i, line in enumerate(lines) if i and _SPEAKER_LINE.match(line)]
     if speakers:
-        lines = lines[speakers[-1]:]
+        lines = lines[speakers[-1] :]
     if len(lines) > 1:
         lines = [line for line in lines if not _HEADING_LINE.match(line)] or lines
     lines = [_HEADING.sub("", line) for line in lines]
@@ -171,10 +195,7 @@ def _is_apostrophe(text: str, idx: int) -> bool:
 
 
 def _quote_positions(text: str, char: str) -> list[int]:
-    return [
-        i for i, c in enumerate(text)
-        if c == char and not (c in "'’" and _is_apostrophe(text, i))
-    ]
+    return [i for i, c in enumerate(text) if c == char and not (c in "'’" and _is_apostrophe(text, i))]
 
 
 def _starts_sentence(text: str, idx: int) -> bool:
@@ -192,7 +213,7 @@ def _closing(text: str, idx: int, closer: str) -> int:
 
 def _ends_sentence(text: str, end: int) -> bool:
     """Whether the quote at ``end`` closes a sentence (``."`` or ``".`` at the end)."""
-    after = text[end + 1:end + 2]
+    after = text[end + 1 : end + 2]
     if end == len(text) - 1:
         return True
     if text[end - 1] in _SENTENCE_ENDS and after in ("", " "):
@@ -207,10 +228,12 @@ def _unwrap_sentences(text: str) -> str:
         while idx >= 0:
             end = _closing(text, idx, closer)
             if (
-                end > idx and _starts_sentence(text, idx) and _ends_sentence(text, end)
-                and opener not in text[idx + 1:end]
+                end > idx
+                and _starts_sentence(text, idx)
+                and _ends_sentence(text, end)
+                and opener not in text[idx + 1 : end]
             ):
-                text = text[:idx] + text[idx + 1:end] + text[end + 1:]
+                text = text[:idx] + text[idx + 1 : end] + text[end + 1 :]
             idx = text.find(opener, idx + 1)
     return text
 

@@ -166,8 +166,7 @@ class _Plan:
 
 
 def _reply(result: FeedbackResult) -> outbox.Reply:
-    return outbox.Reply(result.text, [c.value for c in result.classes], result.model,
-                        note=result.fallback_reason)
+    return outbox.Reply(result.text, [c.value for c in result.classes], result.model, note=result.fallback_reason)
 
 
 def _refusal(exc: BaseException) -> bool:
@@ -179,8 +178,14 @@ class FeedbackService:
     """Store → generate once → store the reply → publish, for both lanes."""
 
     def __init__(
-        self, pool: asyncpg.Pool, llm: LLMClient | None, settings: Settings, publish: Publish,
-        *, metrics: ServiceMetrics | None = None, clock: Callable[[], float] = time.time,
+        self,
+        pool: asyncpg.Pool,
+        llm: LLMClient | None,
+        settings: Settings,
+        publish: Publish,
+        *,
+        metrics: ServiceMetrics | None = None,
+        clock: Callable[[], float] = time.time,
         on_refused: OnRefused | None = None,
     ) -> None:
         self.pool = pool
@@ -223,8 +228,7 @@ class FeedbackService:
         transaction), before any feedback request is built (the gateway).
         Idempotent: the same request id stores nothing twice."""
         async with self.pool.acquire() as conn, conn.transaction():
-            new, stored = await outbox.record_question(conn, request_id, student_key,
-                                                       session_id, text)
+            new, stored = await outbox.record_question(conn, request_id, student_key, session_id, text)
         return RecordedQuestion(request_id, stored, new)
 
     async def aclose(self) -> None:
@@ -286,12 +290,10 @@ class FeedbackService:
             raise BadFeedbackRequest(f"proactive request {request.request_id} has no trigger")
         if request.decision == "suppress":
             reason = request.suppress_reason or "suppressed"
-            new = await triggers.record_trigger(self.pool, request, status="suppressed",
-                                                reason=reason)
+            new = await triggers.record_trigger(self.pool, request, status="suppressed", reason=reason)
             if new:
                 outcome = self._outcome(request, "suppressed", reason=reason)
-                return _Plan(HandleResult("suppressed", outcome=outcome), Lane.PROACTIVE,
-                             publish=[outcome])
+                return _Plan(HandleResult("suppressed", outcome=outcome), Lane.PROACTIVE, publish=[outcome])
             return await self._stored_state(trigger.trigger_id)
         first = await self._durable_fire(request)
         async with self.pool.acquire() as conn, conn.transaction():
@@ -316,8 +318,12 @@ class FeedbackService:
         message, new = await outbox.store_nudge(conn, request, _reply(result))
         outcome = self._outcome(request, "acted", message=message)
         timing = self._timing(request, result, started)
-        return _Plan(HandleResult("acted", message, outcome, generated=new),
-                     Lane.PROACTIVE, timing=timing, publish=[message, outcome])
+        return _Plan(
+            HandleResult("acted", message, outcome, generated=new),
+            Lane.PROACTIVE,
+            timing=timing,
+            publish=[message, outcome],
+        )
 
     async def _trigger_failed(
         self, conn: asyncpg.Connection, request: FeedbackRequest, exc: FeedbackError, *, first: bool
@@ -332,8 +338,9 @@ class FeedbackService:
             return _Plan(HandleResult("failed", outcome=outcome), Lane.PROACTIVE, publish=[outcome])
         log.warning("nudge %s pending after attempt %d: %s", tid, attempts, error)
         outcome = self._outcome(request, "pending", reason=error)
-        return _Plan(HandleResult("pending", outcome=outcome), Lane.PROACTIVE,
-                     publish=[outcome] if first else [], counted=first)
+        return _Plan(
+            HandleResult("pending", outcome=outcome), Lane.PROACTIVE, publish=[outcome] if first else [], counted=first
+        )
 
     async def _stored_state(self, trigger_id: str) -> _Plan:
         """Re-publish what a fire already came to (re-delivery, replay)."""
@@ -341,14 +348,14 @@ class FeedbackService:
         if row is None or row.request is None:
             raise BadFeedbackRequest(
                 f"trigger {trigger_id} is not stored: another id holds the same fire "
-                "(student, session, type, fire key); trigger ids must be derived from that key")
+                "(student, session, type, fire key); trigger ids must be derived from that key"
+            )
         message = None
         if row.status == "acted" and row.response_id is not None:
             message = await outbox.stored_message(self.pool, row.response_id)
         outcome = self._outcome(row.request, row.status, reason=row.reason, message=message)
         publish: list[Published] = [message, outcome] if message is not None else [outcome]
-        return _Plan(HandleResult(row.status, message, outcome), Lane.PROACTIVE, publish=publish,
-                     counted=False)
+        return _Plan(HandleResult(row.status, message, outcome), Lane.PROACTIVE, publish=publish, counted=False)
 
     # --- reactive ----------------------------------------------------------------
     async def _reactive(self, request: FeedbackRequest, started: float) -> _Plan:
@@ -357,14 +364,12 @@ class FeedbackService:
             async with conn.transaction():
                 row = await requests.lock_question(conn, qid)
                 if row is not None and row.status == "pending":
-                    return await self._finish_question(conn, request, qid, first=first,
-                                                       started=started)
+                    return await self._finish_question(conn, request, qid, first=first, started=started)
             answer = await messages.reply_for_request(conn, qid)
         if answer is None:
             return _Plan(HandleResult("failed"), Lane.REACTIVE, counted=False)
         message = answer.to_feedback_message()
-        return _Plan(HandleResult("answered", message), Lane.REACTIVE, publish=[message],
-                     counted=False)
+        return _Plan(HandleResult("answered", message), Lane.REACTIVE, publish=[message], counted=False)
 
     @staticmethod
     async def _durable_question(conn: asyncpg.Connection, request: FeedbackRequest) -> tuple[str, bool]:
@@ -376,12 +381,16 @@ class FeedbackService:
             return await outbox.store_question(conn, request)
 
     async def _finish_question(
-        self, conn: asyncpg.Connection, request: FeedbackRequest, qid: str, *, first: bool,
+        self,
+        conn: asyncpg.Connection,
+        request: FeedbackRequest,
+        qid: str,
+        *,
+        first: bool,
         started: float,
     ) -> _Plan:
         """Answer a locked pending question and store the answer (inside a transaction)."""
-        chat = await messages.recent_chat(conn, request.student_key, request.session_id,
-                                          exclude_response_id=qid)
+        chat = await messages.recent_chat(conn, request.student_key, request.session_id, exclude_response_id=qid)
         try:
             result = await self._generate(request, chat)
         except FeedbackError as exc:
@@ -393,8 +402,12 @@ class FeedbackService:
             log.warning("question %s pending after attempt %d: %s", qid, attempts, error)
             return _Plan(HandleResult("pending"), Lane.REACTIVE, counted=first)
         message, new = await outbox.store_answer(conn, request, qid, _reply(result))
-        return _Plan(HandleResult("answered", message, generated=new), Lane.REACTIVE,
-                     timing=self._timing(request, result, started), publish=[message])
+        return _Plan(
+            HandleResult("answered", message, generated=new),
+            Lane.REACTIVE,
+            timing=self._timing(request, result, started),
+            publish=[message],
+        )
 
     # --- retries -----------------------------------------------------------------
     async def _retry_one(self, pass_started: datetime) -> _Plan | None:
@@ -404,17 +417,16 @@ class FeedbackService:
         claimed: FeedbackRequest | None = None
         try:
             async with self.pool.acquire() as conn, conn.transaction():
-                row = await triggers.claim_due(conn, retry_after_s=after, max_delay_s=cap,
-                                               touched_before=pass_started)
+                row = await triggers.claim_due(conn, retry_after_s=after, max_delay_s=cap, touched_before=pass_started)
                 if row is not None and row.request is not None:
                     claimed = row.request
                     return await self._finish_trigger(conn, claimed, first=False, started=started)
-                question = await requests.claim_due(conn, retry_after_s=after, max_delay_s=cap,
-                                                    touched_before=pass_started)
+                question = await requests.claim_due(
+                    conn, retry_after_s=after, max_delay_s=cap, touched_before=pass_started
+                )
                 if question is not None and question.request is not None:
                     claimed = question.request
-                    return await self._finish_question(conn, claimed, question.request_id,
-                                                       first=False, started=started)
+                    return await self._finish_question(conn, claimed, question.request_id, first=False, started=started)
         except Exception as exc:
             if claimed is None or not _refusal(exc):
                 raise
@@ -424,18 +436,15 @@ class FeedbackService:
     async def _refused(self, request: FeedbackRequest, exc: BaseException) -> _Plan:
         """The database refused ``request``: hand it over, mark its row ``failed``, go on."""
         error = describe(exc)
-        log.error("feedback request %s refused by the database (not retried): %s",
-                  request.request_id, error)
+        log.error("feedback request %s refused by the database (not retried): %s", request.request_id, error)
         if self.on_refused is not None:
             await self.on_refused(request, error)
         self.metrics.outcome("failed", request.lane)
         note = f"{SINK_REFUSED}: {error}"
         if request.lane is Lane.PROACTIVE and request.trigger is not None:
-            await triggers.mark_failed(self.pool, request.trigger.trigger_id, note,
-                                       reason=SINK_REFUSED)
+            await triggers.mark_failed(self.pool, request.trigger.trigger_id, note, reason=SINK_REFUSED)
             outcome = self._outcome(request, "failed", reason=SINK_REFUSED)
-            return _Plan(HandleResult("failed", outcome=outcome), Lane.PROACTIVE,
-                         publish=[outcome], counted=False)
+            return _Plan(HandleResult("failed", outcome=outcome), Lane.PROACTIVE, publish=[outcome], counted=False)
         await requests.mark_failed(self.pool, outbox.question_id(request), note)
         return _Plan(HandleResult("failed"), Lane.REACTIVE, counted=False)
 
@@ -461,13 +470,10 @@ class FeedbackService:
             report.still_pending += 1
 
     # --- helpers -----------------------------------------------------------------
-    async def _generate(
-        self, request: FeedbackRequest, chat: Sequence[tuple[str, str]]
-    ) -> FeedbackResult:
+    async def _generate(self, request: FeedbackRequest, chat: Sequence[tuple[str, str]]) -> FeedbackResult:
         started = time.perf_counter()
         try:
-            result = await generate_feedback(request, chat=chat, llm=self.llm,
-                                             fallback_template=self.fallback)
+            result = await generate_feedback(request, chat=chat, llm=self.llm, fallback_template=self.fallback)
         except (LLMError, GuardrailRejected) as exc:
             seconds = time.perf_counter() - started
             self.metrics.model_call(seconds, ok=False, error=type(exc).__name__)
@@ -496,22 +502,32 @@ class FeedbackService:
             self.metrics.outcome(plan.result.status, plan.lane)
 
     def _outcome(
-        self, request: FeedbackRequest, status: triggers.Status, *, reason: str | None = None,
+        self,
+        request: FeedbackRequest,
+        status: triggers.Status,
+        *,
+        reason: str | None = None,
         message: FeedbackMessage | None = None,
     ) -> NudgeOutcome:
         trigger = request.trigger
         assert trigger is not None
         return NudgeOutcome(
-            trigger_id=str(as_uuid(trigger.trigger_id)), trigger_type=trigger.type.value,
-            student_key=trigger.student_key, session_id=trigger.session_id,
-            status=status, reason=reason, message_id=message.message_id if message else None,
-            response_id=message.response_id if message else None, at=self.clock(),
+            trigger_id=str(as_uuid(trigger.trigger_id)),
+            trigger_type=trigger.type.value,
+            student_key=trigger.student_key,
+            session_id=trigger.session_id,
+            status=status,
+            reason=reason,
+            message_id=message.message_id if message else None,
+            response_id=message.response_id if message else None,
+            at=self.clock(),
         )
 
-    def _timing(
-        self, request: FeedbackRequest, result: FeedbackResult, started: float
-    ) -> DeliveryTiming:
+    def _timing(self, request: FeedbackRequest, result: FeedbackResult, started: float) -> DeliveryTiming:
         return DeliveryTiming(
-            lane=request.lane, model=result.model, model_s=result.seconds,
-            service_s=time.perf_counter() - started, since_request_s=self.clock() - request.ts,
+            lane=request.lane,
+            model=result.model,
+            model_s=result.seconds,
+            service_s=time.perf_counter() - started,
+            since_request_s=self.clock() - request.ts,
         )

@@ -22,9 +22,7 @@ _TREND = {
 }
 
 _PATTERN = {
-    Cognition.LONG_TERM_STALLED_PROGRESS: (
-        "has worked for a long time with little change in progress"
-    ),
+    Cognition.LONG_TERM_STALLED_PROGRESS: ("has worked for a long time with little change in progress"),
     Cognition.DEVELOPMENT_INCREASES_PROGRESS: "is making changes that raise progress",
     Cognition.DEVELOPMENT_STATIC_PROGRESS: "keeps editing, but progress is not moving",
     Cognition.DEVELOPMENT_DECREASES_PROGRESS: "made recent changes that lowered progress",
@@ -67,8 +65,7 @@ def _time_line(metrics: SessionMetrics) -> str:
     runs = (
         "no runs of the program yet"
         if metrics.run_count == 0
-        else _times(metrics.run_count, "1 run of the program", "runs of the program")
-        + " so far"
+        else _times(metrics.run_count, "1 run of the program", "runs of the program") + " so far"
     )
     return f"Time on this playground: {spent}, with {runs}."
 

@@ -27,9 +27,21 @@ from topology.schemas.feedback import FeedbackRequest, Lane
 
 #: Which class leads when several apply (the most actionable first).
 LEAD_ORDER: tuple[FC, ...] = (
-    FC.ERROR_FLAGGING, FC.DIAGNOSE, FC.NUDGE, FC.NEXT_STEP, FC.HOW_TO, FC.CORRECTIVE_GUIDANCE,
-    FC.PARTIAL_CORRECTNESS, FC.EVIDENCE_BASED_PRAISE, FC.POSITIVE_FEEDBACK, FC.INFORM,
-    FC.ELABORATE, FC.REPEAT, FC.QUESTION, FC.REASSURE, FC.NEUTRAL,
+    FC.ERROR_FLAGGING,
+    FC.DIAGNOSE,
+    FC.NUDGE,
+    FC.NEXT_STEP,
+    FC.HOW_TO,
+    FC.CORRECTIVE_GUIDANCE,
+    FC.PARTIAL_CORRECTNESS,
+    FC.EVIDENCE_BASED_PRAISE,
+    FC.POSITIVE_FEEDBACK,
+    FC.INFORM,
+    FC.ELABORATE,
+    FC.REPEAT,
+    FC.QUESTION,
+    FC.REASSURE,
+    FC.NEUTRAL,
 )
 
 #: Per class: (sentence naming a block, sentence without a block).
@@ -38,9 +50,7 @@ _SENTENCES: dict[FC, tuple[str, str]] = {
         "Run it once more and watch what the robot does during `{block}`.",
         "Run it once more and watch closely where the robot stops following your plan.",
     ),
-    FC.REASSURE: (
-        "Getting stuck is a normal part of coding, and every run teaches you something.",
-    ) * 2,
+    FC.REASSURE: ("Getting stuck is a normal part of coding, and every run teaches you something.",) * 2,
     FC.ERROR_FLAGGING: (
         "Something in `{block}` may not match what you want the robot to do.",
         "Look for the first step where the robot stops matching your plan.",
@@ -157,5 +167,4 @@ def template_reply(
 def template_for_request(request: FeedbackRequest) -> str:
     """The template reply for a feedback request (classes derived as for the model)."""
     trigger = request.trigger.type if request.lane is Lane.PROACTIVE and request.trigger else None
-    return template_reply(classes_for_request(request), program_xml=request.program_xml,
-                          trigger=trigger)
+    return template_reply(classes_for_request(request), program_xml=request.program_xml, trigger=trigger)

@@ -20,9 +20,7 @@ class EngineConfig:
     resilience_zero_runs: int = default("resilience_zero_runs")
     explorer_edit_distance: int = default("explorer_edit_distance")
     iterative_default_threshold: int = default("iterative_default_threshold")
-    iterative_thresholds: dict[str, int] = field(
-        default_factory=lambda: dict(default("iterative_thresholds"))
-    )
+    iterative_thresholds: dict[str, int] = field(default_factory=lambda: dict(default("iterative_thresholds")))
     inactive_after_s: float = default("inactive_after_s")
     inactive_realert_s: float = default("inactive_realert_s")
     recency_s: float = default("trigger_student_recency_hours") * 3600.0

@@ -54,11 +54,16 @@ def truncated(record: DeadLetter, keep: int = KEEP_BYTES) -> DeadLetter:
     whole original's length and SHA-256."""
     whole = original_bytes(record)
     text, encoding = original_text(_head(whole, keep))
-    return record.model_copy(update={
-        "original": text, "original_encoding": encoding, "original_truncated": True,
-        "original_length": len(whole), "original_sha256": hashlib.sha256(whole).hexdigest(),
-        "detail": record.detail[:KEEP_DETAIL],
-    })
+    return record.model_copy(
+        update={
+            "original": text,
+            "original_encoding": encoding,
+            "original_truncated": True,
+            "original_length": len(whole),
+            "original_sha256": hashlib.sha256(whole).hexdigest(),
+            "detail": record.detail[:KEEP_DETAIL],
+        }
+    )
 
 
 def fitted(record: DeadLetter, data: bytes, max_bytes: int) -> bytes:

@@ -76,6 +76,10 @@ def remember(seen: SeenIds, event: NormalizedEvent, offset: int | None = None) -
 
 def duplicate_of(line: NormalizedEvent | Rejected) -> Rejected:
     """The ``duplicate_id`` rejection of a line whose id was accepted before."""
-    return Rejected(RejectReason.DUPLICATE_ID,
-                    f"envelope id {line.event_id} was already accepted for this student",
-                    line.event_id, line.student_key, line.session_id)
+    return Rejected(
+        RejectReason.DUPLICATE_ID,
+        f"envelope id {line.event_id} was already accepted for this student",
+        line.event_id,
+        line.student_key,
+        line.session_id,
+    )

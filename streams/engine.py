@@ -56,8 +56,13 @@ class StudentEngine:
     """Analysis of one student's merged stream, over a :class:`StudentState`."""
 
     def __init__(
-        self, state: StudentState, config: EngineConfig, scorer: Scorer, programs: ProgramStore,
-        nudge: NudgeConfig | None = None, metrics: MetricLog | None = None,
+        self,
+        state: StudentState,
+        config: EngineConfig,
+        scorer: Scorer,
+        programs: ProgramStore,
+        nudge: NudgeConfig | None = None,
+        metrics: MetricLog | None = None,
     ) -> None:
         self.state, self.config, self.scorer, self.programs = state, config, scorer, programs
         self.nudge = nudge
@@ -85,12 +90,16 @@ class StudentEngine:
         return out + self._requests(fires, event.ts, resolved)
 
     def _requests(
-        self, fires: list[TriggerFired], now: float, resolved: list[TriggerFired] | None = None,
+        self,
+        fires: list[TriggerFired],
+        now: float,
+        resolved: list[TriggerFired] | None = None,
     ) -> list[Output]:
         if self.nudge is None:
             return []
-        return list(apply_policy(fires, self.state, self.programs, self.metrics, self.nudge,
-                                 now=now, resolved=resolved or ()))
+        return list(
+            apply_policy(fires, self.state, self.programs, self.metrics, self.nudge, now=now, resolved=resolved or ())
+        )
 
     def _session(self, event: NormalizedEvent) -> SessionState:
         session = self.state.sessions.get(event.session_id)
@@ -103,14 +112,20 @@ class StudentEngine:
 
     def _bound_state(self) -> None:
         """Drop the least recently active sessions while the state is over its budget."""
-        while (len(self.state.sessions) > 1 and len(self.state.to_bytes()) > self.config.max_state_bytes
-               and self._drop_oldest("state_size")):
+        while (
+            len(self.state.sessions) > 1
+            and len(self.state.to_bytes()) > self.config.max_state_bytes
+            and self._drop_oldest("state_size")
+        ):
             pass
 
     def _drop_oldest(self, why: str) -> bool:
         """Forget the least recently active session (never the student's latest)."""
-        candidates = [(s.segmenter.last_ts if s.segmenter.last_ts is not None else float("-inf"), sid)
-                      for sid, s in self.state.sessions.items() if sid != self.state.last_session]
+        candidates = [
+            (s.segmenter.last_ts if s.segmenter.last_ts is not None else float("-inf"), sid)
+            for sid, s in self.state.sessions.items()
+            if sid != self.state.last_session
+        ]
         if not candidates:
             return False
         self.forget_session(min(candidates)[1])
@@ -129,9 +144,13 @@ class StudentEngine:
         if event.error_message:
             session.last_error = event.error_message
         record = MetricEvent.record(
-            ts=event.ts, event_type=event.event_type, playground=event.playground,
-            playground_params=event.playground_params, block_event=event.block_event,
-            error_message=event.error_message)
+            ts=event.ts,
+            event_type=event.event_type,
+            playground=event.playground,
+            playground_params=event.playground_params,
+            block_event=event.block_event,
+            error_message=event.error_message,
+        )
         self.metrics.append(event.session_id, session.metric_count, record)
         session.metric_count += 1
 
@@ -150,11 +169,20 @@ class StudentEngine:
         index = session.next_run
         session.next_run, session.run_playground, session.has_prev_run = index + 1, playground, True
         run = RunScored(
-            student_key=self.state.student_key, student_id=session.student_id,
-            session_id=event.session_id, run_index=index, event_id=event.event_id, ts=event.ts,
-            timestamp=event.timestamp, playground=playground, edit_distance=distance,
-            comparable=comparable, workspace_status="ok" if xml else "empty_workspace",
-            n_blocks=info.n_blocks, n_stacks=info.n_stacks, label_tree_size=info.label_tree_size,
+            student_key=self.state.student_key,
+            student_id=session.student_id,
+            session_id=event.session_id,
+            run_index=index,
+            event_id=event.event_id,
+            ts=event.ts,
+            timestamp=event.timestamp,
+            playground=playground,
+            edit_distance=distance,
+            comparable=comparable,
+            workspace_status="ok" if xml else "empty_workspace",
+            n_blocks=info.n_blocks,
+            n_stacks=info.n_stacks,
+            label_tree_size=info.label_tree_size,
         )
         return [run, *(self._fired(run, session, fire) for fire in fires)]
 
@@ -165,7 +193,11 @@ class StudentEngine:
         return xml, self.scorer.inspect(xml)
 
     def _distance(
-        self, event: NormalizedEvent, session: SessionState, xml: str | None, new_stretch: bool,
+        self,
+        event: NormalizedEvent,
+        session: SessionState,
+        xml: str | None,
+        new_stretch: bool,
     ) -> tuple[int | None, bool]:
         new_digest = digest(xml)
         before = session.prev_digest
@@ -190,22 +222,37 @@ class StudentEngine:
     def _unscored(self, event: NormalizedEvent, session: SessionState, exc: UnusableWorkspace) -> DeadLetter:
         after = session.next_run - 1 if session.next_run else None
         return DeadLetter(
-            reason=RejectReason(exc.reason), stage="analysis",
+            reason=RejectReason(exc.reason),
+            stage="analysis",
             detail=f"run not scored (after run {after}): {exc.detail}",
-            original=event.model_dump_json(), source=event.source, event_id=event.event_id,
-            student_key=event.student_key, session_id=event.session_id, dead_lettered_at=time.time(),
+            original=event.model_dump_json(),
+            source=event.source,
+            event_id=event.event_id,
+            student_key=event.student_key,
+            session_id=event.session_id,
+            dead_lettered_at=time.time(),
         )
 
     def _fired(self, run: RunScored, session: SessionState, fire: Fire) -> TriggerFired:
         return TriggerFired(
             trigger_id=trigger_id(run.student_key, run.session_id, fire.type.value, run.run_index),
-            type=fire.type, student_key=run.student_key, student_id=run.student_id,
-            session_id=run.session_id, run_index=run.run_index, alert=None, ts=run.ts,
-            timestamp=run.timestamp, playground=run.playground, event_id=run.event_id,
+            type=fire.type,
+            student_key=run.student_key,
+            student_id=run.student_id,
+            session_id=run.session_id,
+            run_index=run.run_index,
+            alert=None,
+            ts=run.ts,
+            timestamp=run.timestamp,
+            playground=run.playground,
+            event_id=run.event_id,
             detail=fire.detail,
             evidence=TriggerEvidence(
-                recent_distances=list(session.counters.recent), edit_distance=run.edit_distance,
-                zero_streak=fire.zero_streak, iterative_count=fire.iter_count, threshold=fire.threshold,
+                recent_distances=list(session.counters.recent),
+                edit_distance=run.edit_distance,
+                zero_streak=fire.zero_streak,
+                iterative_count=fire.iter_count,
+                threshold=fire.threshold,
             ),
         )
 
@@ -237,15 +284,22 @@ class StudentEngine:
         if alert - st.last_ts <= c.recency_s:
             due.append(alert)
         if live:
-            due += [s.segmenter.last_ts + c.pause_threshold_s for s in st.sessions.values()
-                    if s.segmenter.open is not None and s.segmenter.last_ts is not None]
+            due += [
+                s.segmenter.last_ts + c.pause_threshold_s
+                for s in st.sessions.values()
+                if s.segmenter.open is not None and s.segmenter.last_ts is not None
+            ]
         return min(due)
 
     def drop_stale_sessions(self, now: float) -> list[str]:
         """Forget sessions idle longer than the recency window (not the latest one)."""
-        stale = [sid for sid, s in self.state.sessions.items()
-                 if sid != self.state.last_session and s.segmenter.last_ts is not None
-                 and now - s.segmenter.last_ts > self.config.recency_s]
+        stale = [
+            sid
+            for sid, s in self.state.sessions.items()
+            if sid != self.state.last_session
+            and s.segmenter.last_ts is not None
+            and now - s.segmenter.last_ts > self.config.recency_s
+        ]
         for sid in stale:
             self.forget_session(sid)
         return stale
@@ -277,15 +331,26 @@ class StudentEngine:
         session = st.sessions[st.last_session]
         at = inactivity.fire_time(idle_since, k, self.config)
         return TriggerFired(
-            trigger_id=trigger_id(st.student_key, st.last_session, TriggerType.INACTIVE.value,
-                                  idle_since_ts=idle_since, alert=k),
-            type=TriggerType.INACTIVE, student_key=st.student_key, student_id=session.student_id,
-            session_id=st.last_session, run_index=None, alert=k, ts=at, timestamp=iso_utc(at),
-            playground=session.run_playground, event_id=st.last_event_id,
-            detail=f"idle {int((at - idle_since) // 60)}m", trailing=trailing,
+            trigger_id=trigger_id(
+                st.student_key, st.last_session, TriggerType.INACTIVE.value, idle_since_ts=idle_since, alert=k
+            ),
+            type=TriggerType.INACTIVE,
+            student_key=st.student_key,
+            student_id=session.student_id,
+            session_id=st.last_session,
+            run_index=None,
+            alert=k,
+            ts=at,
+            timestamp=iso_utc(at),
+            playground=session.run_playground,
+            event_id=st.last_event_id,
+            detail=f"idle {int((at - idle_since) // 60)}m",
+            trailing=trailing,
             evidence=TriggerEvidence(
-                recent_distances=list(session.counters.recent), idle_since_ts=idle_since,
-                idle_s=at - idle_since, threshold=self.config.inactive_after_s,
+                recent_distances=list(session.counters.recent),
+                idle_since_ts=idle_since,
+                idle_s=at - idle_since,
+                threshold=self.config.inactive_after_s,
             ),
         )
 
@@ -294,9 +359,15 @@ class StudentEngine:
         key = self.state.student_key
         if isinstance(seg, Episode):
             return EpisodeClosed(
-                student_key=key, session_id=session_id, type=seg.type, start_idx=seg.start_idx,
-                end_idx=seg.end_idx, start_ts=seg.start_ts, end_ts=seg.end_ts,
-                event_count=seg.event_count, soft_count=seg.soft_count,
+                student_key=key,
+                session_id=session_id,
+                type=seg.type,
+                start_idx=seg.start_idx,
+                end_idx=seg.end_idx,
+                start_ts=seg.start_ts,
+                end_ts=seg.end_ts,
+                event_count=seg.event_count,
+                soft_count=seg.soft_count,
             )
         assert isinstance(seg, Pause)
         if seg.type is PauseType.POST_RUN_PAUSE:
@@ -304,6 +375,11 @@ class StudentEngine:
         else:
             session.inactive_pauses += 1
         return PauseDetected(
-            student_key=key, session_id=session_id, type=seg.type, after_idx=seg.after_idx,
-            start_ts=seg.start_ts, end_ts=seg.end_ts, duration=seg.duration,
+            student_key=key,
+            session_id=session_id,
+            type=seg.type,
+            after_idx=seg.after_idx,
+            start_ts=seg.start_ts,
+            end_ts=seg.end_ts,
+            duration=seg.duration,
         )

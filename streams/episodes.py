@@ -27,10 +27,16 @@ from topology.schemas import EpisodeType, PauseType
 CODE_EVENTS = frozenset({"blockMoved", "blockChanged", "blockCreated", "blockDeleted"})
 RESET_EVENTS = frozenset({"loadProject", "newProject"})
 MENU_EVENTS = frozenset({"menuOpen", "menuSelect", "menuClose"})
-SOFT_EVENTS = MENU_EVENTS | frozenset({
-    "playgroundOpen", "playgroundClosed", "playgroundHidden", "playgroundShow",
-    "playgroundReset", "playgroundData",
-})
+SOFT_EVENTS = MENU_EVENTS | frozenset(
+    {
+        "playgroundOpen",
+        "playgroundClosed",
+        "playgroundHidden",
+        "playgroundShow",
+        "playgroundReset",
+        "playgroundData",
+    }
+)
 POST_RUN_TRANSPARENT = SOFT_EVENTS - MENU_EVENTS
 RUN_START, RUN_END = "runProject", "projectEnd"
 
@@ -167,9 +173,18 @@ class Segmenter:
     def to_json(self) -> list[object]:
         """Compact JSON form for table storage."""
         episode = self.open
-        opened = None if episode is None else [
-            episode.type.value, episode.start_idx, episode.start_ts, episode.end_ts, episode.count, episode.soft,
-        ]
+        opened = (
+            None
+            if episode is None
+            else [
+                episode.type.value,
+                episode.start_idx,
+                episode.start_ts,
+                episode.end_ts,
+                episode.count,
+                episode.soft,
+            ]
+        )
         return [self.n, self.last_ts, opened, list(self.post_run) if self.post_run else None]
 
     @classmethod

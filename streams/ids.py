@@ -13,8 +13,12 @@ NAMESPACE = uuid.UUID("6f1c8d2e-3b4a-5c6d-8e9f-0a1b2c3d4e5f")
 
 
 def trigger_id(
-    student_key: str, session_id: str, kind: str, run_index: int | None = None,
-    idle_since_ts: float | None = None, alert: int | None = None,
+    student_key: str,
+    session_id: str,
+    kind: str,
+    run_index: int | None = None,
+    idle_since_ts: float | None = None,
+    alert: int | None = None,
 ) -> str:
     """The fire-once id of a trigger."""
     if run_index is not None:

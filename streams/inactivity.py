@@ -17,7 +17,11 @@ def fire_time(idle_since: float, k: int, config: EngineConfig) -> float:
 
 
 def due_alerts(
-    idle_since: float, already: int, now: float, inclusive: bool, config: EngineConfig,
+    idle_since: float,
+    already: int,
+    now: float,
+    inclusive: bool,
+    config: EngineConfig,
 ) -> list[int]:
     """Alert numbers from ``already`` on that are due at ``now``, in order."""
     due: list[int] = []

@@ -164,7 +164,10 @@ def _optional_str(value: object) -> str | None:
 
 
 def _build_event(
-    envelope: dict[str, Any], payload: dict[str, Any], ts: float, line: bytes,
+    envelope: dict[str, Any],
+    payload: dict[str, Any],
+    ts: float,
+    line: bytes,
     source: SourceRef | None,
 ) -> NormalizedEvent:
     event_id, id_int = envelope_event_id(envelope.get("id"), line)
@@ -196,7 +199,9 @@ def _build_event(
 
 
 def decode_line(
-    line: bytes, source: SourceRef | None = None, limits: Limits = DEFAULT_LIMITS,
+    line: bytes,
+    source: SourceRef | None = None,
+    limits: Limits = DEFAULT_LIMITS,
     now: float | None = None,
 ) -> NormalizedEvent | Rejected:
     """Validate and normalize one raw line (duplicate ids are not judged here).
@@ -230,7 +235,11 @@ def decode_line(
 
 
 def _screen(
-    envelope: dict[str, Any], payload: dict[str, Any], ts: float, size: int, limits: Limits,
+    envelope: dict[str, Any],
+    payload: dict[str, Any],
+    ts: float,
+    size: int,
+    limits: Limits,
     now: float | None,
 ) -> tuple[RejectReason, str, tuple[str | None, str | None]] | None:
     """Checks 7-9; the reason, detail and (student key, session) of a refused line."""

@@ -40,7 +40,10 @@ class LocalAnalyzer:
     """Students' engines in one process, fed events in arrival order."""
 
     def __init__(
-        self, config: EngineConfig, scorer: Scorer, nudge: NudgeConfig | None = None,
+        self,
+        config: EngineConfig,
+        scorer: Scorer,
+        nudge: NudgeConfig | None = None,
         partitions: int | None = None,
     ) -> None:
         """``partitions``: follow replay mode's per-partition event-time watermark
@@ -58,8 +61,9 @@ class LocalAnalyzer:
             state = self.states[student_key] = StudentState(student_key)
             self.programs[student_key] = DictProgramStore()
             self.metric_logs[student_key] = DictMetricLog(self.config.max_metric_events)
-        return StudentEngine(state, self.config, self.scorer, self.programs[student_key], self.nudge,
-                             self.metric_logs[student_key])
+        return StudentEngine(
+            state, self.config, self.scorer, self.programs[student_key], self.nudge, self.metric_logs[student_key]
+        )
 
     def on_event(self, event: NormalizedEvent) -> list[Output]:
         out = self.engine(event.student_key).on_event(event)
@@ -122,8 +126,12 @@ class LineAnalyzer:
 
 
 def analyze_lines(
-    lines: Iterable[bytes], config: EngineConfig, scorer: Scorer, nudge: NudgeConfig | None = None,
-    partitions: int | None = None, limits: Limits = DEFAULT_LIMITS,
+    lines: Iterable[bytes],
+    config: EngineConfig,
+    scorer: Scorer,
+    nudge: NudgeConfig | None = None,
+    partitions: int | None = None,
+    limits: Limits = DEFAULT_LIMITS,
 ) -> LocalRun:
     """Ingest and analyze raw lines exactly as the pipeline does (replay mode)."""
     run, analyzer = LocalRun(), LocalAnalyzer(config, scorer, nudge, partitions)
@@ -142,8 +150,12 @@ def analyze_lines(
         for record in analyzer.finish(max(e.ts for e in run.observed.events)):
             run.observed.add(record)
     run.sha256 = digest.hexdigest()
-    run.report = {"lines": total, "blank_lines": reader.blank, "accepted": len(run.observed.events),
-                  "rejected": dict(sorted(reader.rejected.items()))}
+    run.report = {
+        "lines": total,
+        "blank_lines": reader.blank,
+        "accepted": len(run.observed.events),
+        "rejected": dict(sorted(reader.rejected.items())),
+    }
     return run
 
 
@@ -165,7 +177,10 @@ class SessionEvaluation:
 
 
 def evaluate_session(
-    events: Iterable[NormalizedEvent], settings: Any, *, now: float | None = None,
+    events: Iterable[NormalizedEvent],
+    settings: Any,
+    *,
+    now: float | None = None,
     scorer: Scorer | None = None,
 ) -> SessionEvaluation:
     """Run the engine and the nudge policy over one session's stored events.
@@ -177,9 +192,11 @@ def evaluate_session(
     """
     from streams.scoring import TreeEditScorer
 
-    analyzer = LocalAnalyzer(EngineConfig.from_settings(settings),
-                             scorer or TreeEditScorer.from_settings(settings),
-                             NudgeConfig.from_settings(settings))
+    analyzer = LocalAnalyzer(
+        EngineConfig.from_settings(settings),
+        scorer or TreeEditScorer.from_settings(settings),
+        NudgeConfig.from_settings(settings),
+    )
     result, last = SessionEvaluation(), None
     outputs: list[Output] = []
     for event in events:

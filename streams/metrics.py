@@ -183,9 +183,7 @@ def event_progress(params: Mapping[str, Any], spec: ProgressSpec) -> float:
     return round(capped / spec.score_cap * 100.0, 2)
 
 
-def progress_series(
-    segment: Sequence[MetricEvent], spec: ProgressSpec
-) -> list[tuple[float, float]]:
+def progress_series(segment: Sequence[MetricEvent], spec: ProgressSpec) -> list[tuple[float, float]]:
     """``(ts, progress)`` for every segment event that carries parameters."""
     return [(e.ts, event_progress(e.params, spec)) for e in segment if e.params is not None]
 
@@ -208,9 +206,7 @@ def direction(series: Sequence[tuple[float, float]], start_ts: float, span_s: fl
     return Direction.STATIC
 
 
-def persistence(
-    progress: float, trend: Direction, time_s: float, level: ActionLevel
-) -> Persistence:
+def persistence(progress: float, trend: Direction, time_s: float, level: ActionLevel) -> Persistence:
     """First matching persistence rule."""
     if progress >= 67 or (trend is Direction.INCREASING and progress >= 50):
         return Persistence.EXPECTED_COMPLETION
@@ -251,9 +247,7 @@ def _quick_test(segment: Sequence[MetricEvent]) -> bool:
     return bool(edits) and 0.0 <= last_run.ts - edits[-1] <= QUICK_TEST_WINDOW_S
 
 
-def pattern_inputs(
-    segment: Sequence[MetricEvent], series: Sequence[tuple[float, float]]
-) -> PatternInputs:
+def pattern_inputs(segment: Sequence[MetricEvent], series: Sequence[tuple[float, float]]) -> PatternInputs:
     """Derive the pattern-rule inputs from a segment and its progress series."""
     vals = _dedupe([v for _, v in series])
     steps = [round(b - a, 2) for a, b in zip(vals, vals[1:], strict=False)]
@@ -334,9 +328,7 @@ def cognition(
     return _pattern(shape, level, trend, post_run_pauses)
 
 
-def _milestones(
-    segment: Sequence[MetricEvent], spec: ProgressSpec
-) -> tuple[list[str], list[str]]:
+def _milestones(segment: Sequence[MetricEvent], spec: ProgressSpec) -> tuple[list[str], list[str]]:
     latest = next((e.params for e in reversed(segment) if e.params is not None), None)
     if latest is None:
         return [], []
@@ -346,8 +338,11 @@ def _milestones(
 
 
 def _progress_fields(
-    segment: Sequence[MetricEvent], spec: ProgressSpec, time_s: float,
-    level: ActionLevel, post_run_pauses: int,
+    segment: Sequence[MetricEvent],
+    spec: ProgressSpec,
+    time_s: float,
+    level: ActionLevel,
+    post_run_pauses: int,
 ) -> dict[str, Any]:
     series = progress_series(segment, spec)
     progress = series[-1][1] if series else 0.0
@@ -358,8 +353,12 @@ def _progress_fields(
         "direction": trend,
         "persistence": persistence(progress, trend, time_s, level),
         "cognition": cognition(
-            progress=progress, trend=trend, time_s=time_s, level=level,
-            shape=pattern_inputs(segment, series), post_run_pauses=post_run_pauses,
+            progress=progress,
+            trend=trend,
+            time_s=time_s,
+            level=level,
+            shape=pattern_inputs(segment, series),
+            post_run_pauses=post_run_pauses,
         ),
         "milestones_done": done,
         "milestones_todo": todo,
@@ -396,8 +395,11 @@ def compute_metrics(
     }
     if not segment:
         return SessionMetrics(
-            playground=None, segment_events=0, time_on_task_s=0.0,
-            action_level=ActionLevel.LOW, **common,
+            playground=None,
+            segment_events=0,
+            time_on_task_s=0.0,
+            action_level=ActionLevel.LOW,
+            **common,
         )
     time_s = time_on_task(segment)
     level = action_level(len(segment), time_s)
@@ -405,6 +407,10 @@ def compute_metrics(
     spec = progress_spec(playground)
     extra = _progress_fields(segment, spec, time_s, level, post_run_pause_count) if spec else {}
     return SessionMetrics(
-        playground=playground, segment_events=len(segment), time_on_task_s=time_s,
-        action_level=level, **common, **extra,
+        playground=playground,
+        segment_events=len(segment),
+        time_on_task_s=time_s,
+        action_level=level,
+        **common,
+        **extra,
     )

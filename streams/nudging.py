@@ -44,23 +44,41 @@ def latest_program(programs: ProgramStore, session_id: str, session: SessionStat
 
 
 def _proactive(
-    fire: TriggerFired, state: StudentState, programs: ProgramStore, log: MetricLog, *,
-    act: bool, reason: str | None,
+    fire: TriggerFired,
+    state: StudentState,
+    programs: ProgramStore,
+    log: MetricLog,
+    *,
+    act: bool,
+    reason: str | None,
 ) -> FeedbackRequest:
     session = state.sessions.get(fire.session_id)
     metrics = session_metrics(fire.session_id, session, log) if act and session is not None else None
     return FeedbackRequest(
-        request_id=derived_id("feedback", fire.trigger_id), lane=Lane.PROACTIVE,
-        student_key=fire.student_key, student_id=fire.student_id, session_id=fire.session_id,
-        playground=fire.playground, ts=fire.ts, trigger=fire,
-        decision="act" if act else "suppress", suppress_reason=reason, metrics=metrics,
+        request_id=derived_id("feedback", fire.trigger_id),
+        lane=Lane.PROACTIVE,
+        student_key=fire.student_key,
+        student_id=fire.student_id,
+        session_id=fire.session_id,
+        playground=fire.playground,
+        ts=fire.ts,
+        trigger=fire,
+        decision="act" if act else "suppress",
+        suppress_reason=reason,
+        metrics=metrics,
         program_xml=latest_program(programs, fire.session_id, session) if act else None,
     )
 
 
 def apply_policy(
-    fires: Sequence[TriggerFired], state: StudentState, programs: ProgramStore, log: MetricLog,
-    config: NudgeConfig, *, now: float, resolved: Sequence[TriggerFired] = (),
+    fires: Sequence[TriggerFired],
+    state: StudentState,
+    programs: ProgramStore,
+    log: MetricLog,
+    config: NudgeConfig,
+    *,
+    now: float,
+    resolved: Sequence[TriggerFired] = (),
 ) -> list[FeedbackRequest]:
     """Decide ``fires`` (and release a held fire whose run ended); update the state."""
     out = [_proactive(f, state, programs, log, act=False, reason=RESOLVED) for f in resolved]
@@ -82,17 +100,27 @@ def apply_policy(
 
 
 def answer_request(
-    chat: ChatRequest, state: StudentState | None, programs: ProgramStore | None,
+    chat: ChatRequest,
+    state: StudentState | None,
+    programs: ProgramStore | None,
     log: MetricLog | None = None,
 ) -> FeedbackRequest:
     """The reactive request for a student's question."""
     session_id = chat.session_id or (state.last_session if state else None)
     session = state.sessions.get(session_id) if state and session_id else None
+
     def request(**situation: Any) -> FeedbackRequest:
         return FeedbackRequest(
-            request_id=derived_id("feedback", chat.request_id), lane=Lane.REACTIVE,
-            student_key=chat.student_key, student_id=chat.student_id, session_id=session_id or "",
-            ts=chat.ts, question=chat.text, chat_request_id=chat.request_id, **situation)
+            request_id=derived_id("feedback", chat.request_id),
+            lane=Lane.REACTIVE,
+            student_key=chat.student_key,
+            student_id=chat.student_id,
+            session_id=session_id or "",
+            ts=chat.ts,
+            question=chat.text,
+            chat_request_id=chat.request_id,
+            **situation,
+        )
 
     if session is None or session_id is None:
         return request(playground=None, canned="no_session")

@@ -47,7 +47,10 @@ class Fire:
 
 
 def score_run(
-    counters: StretchCounters, distance: int | None, playground: str | None, config: EngineConfig,
+    counters: StretchCounters,
+    distance: int | None,
+    playground: str | None,
+    config: EngineConfig,
 ) -> list[Fire]:
     """Apply one run's distance to the stretch counters; return its fires in order."""
     counters.recent.append(distance)
@@ -56,14 +59,26 @@ def score_run(
         return []
     fires: list[Fire] = []
     if distance > 0 and counters.zero_streak >= config.resilience_zero_runs:
-        fires.append(_fire(TriggerType.RESILIENCE, f"recovered after {counters.zero_streak} reruns",
-                           config.resilience_zero_runs, counters))
+        fires.append(
+            _fire(
+                TriggerType.RESILIENCE,
+                f"recovered after {counters.zero_streak} reruns",
+                config.resilience_zero_runs,
+                counters,
+            )
+        )
     if distance == 0:
         counters.zero_streak += 1
         if counters.zero_streak >= config.wheel_spin_zero_runs and counters.wheel_armed:
             counters.wheel_armed = False
-            fires.append(_fire(TriggerType.WHEEL_SPIN, f"{counters.zero_streak} identical reruns",
-                               config.wheel_spin_zero_runs, counters))
+            fires.append(
+                _fire(
+                    TriggerType.WHEEL_SPIN,
+                    f"{counters.zero_streak} identical reruns",
+                    config.wheel_spin_zero_runs,
+                    counters,
+                )
+            )
     else:
         counters.zero_streak = 0
         counters.wheel_armed = True

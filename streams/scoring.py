@@ -26,25 +26,36 @@ class TreeEditScorer:
     """Parses and compares programs; ``max_blocks`` guards the distance."""
 
     def __init__(
-        self, max_blocks: int = default("tree_edit_max_blocks"),
-        cache_size: int = default("tree_edit_cache_size"), tree_cache_size: int = 256,
+        self,
+        max_blocks: int = default("tree_edit_max_blocks"),
+        cache_size: int = default("tree_edit_cache_size"),
+        tree_cache_size: int = 256,
         on_not_comparable: Callable[[NotComparable], None] | None = None,
         max_cpu_ms: float = DEFAULT_MAX_CPU_MS,
     ) -> None:
         """``max_cpu_ms``: a pair whose planned work would take longer is not comparable."""
-        self.calculator = DistanceCalculator(cache_size=cache_size, max_blocks=max_blocks,
-                                             max_cells=cells_within(max_cpu_ms),
-                                             on_not_comparable=on_not_comparable)
+        self.calculator = DistanceCalculator(
+            cache_size=cache_size,
+            max_blocks=max_blocks,
+            max_cells=cells_within(max_cpu_ms),
+            on_not_comparable=on_not_comparable,
+        )
         self.tree_cache_size = tree_cache_size
         self._trees: OrderedDict[str, Tree] = OrderedDict()
 
     @classmethod
     def from_settings(
-        cls, settings: Any, on_not_comparable: Callable[[NotComparable], None] | None = None,
+        cls,
+        settings: Any,
+        on_not_comparable: Callable[[NotComparable], None] | None = None,
     ) -> TreeEditScorer:
         """Built from :class:`topology.settings.Settings` (duck-typed: stays pure)."""
-        return cls(max_blocks=settings.tree_edit_max_blocks, cache_size=settings.tree_edit_cache_size,
-                   max_cpu_ms=settings.tree_edit_max_cpu_ms, on_not_comparable=on_not_comparable)
+        return cls(
+            max_blocks=settings.tree_edit_max_blocks,
+            cache_size=settings.tree_edit_cache_size,
+            max_cpu_ms=settings.tree_edit_max_cpu_ms,
+            on_not_comparable=on_not_comparable,
+        )
 
     @property
     def not_comparable(self) -> int:

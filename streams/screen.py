@@ -77,13 +77,11 @@ def bad_field(payload: dict[str, Any]) -> Verdict | None:
         if found is not None:
             return Verdict("bad_field", f"{name} holds the control character U+{ord(found.group()):04X}")
         if len(value) > FIELD_MAX_CHARS and len(value.strip()) > FIELD_MAX_CHARS:
-            return Verdict("bad_field", f"{name} is {len(value.strip())} characters long "
-                                        f"(at most {FIELD_MAX_CHARS})")
+            return Verdict("bad_field", f"{name} is {len(value.strip())} characters long (at most {FIELD_MAX_CHARS})")
     return None
 
 
-def future_timestamp(ts: float, received: datetime | None, now: float | None,
-                     limits: Limits) -> Verdict | None:
+def future_timestamp(ts: float, received: datetime | None, now: float | None, limits: Limits) -> Verdict | None:
     """Check 9: the event time against the receive time, else the live clock.
 
     :param received: the line's parsed ``received_at`` (None when absent or not a time).
@@ -93,8 +91,10 @@ def future_timestamp(ts: float, received: datetime | None, now: float | None,
     if reference is None or ts - reference <= limits.clock_skew_max_s:
         return None
     against = "its received_at" if received is not None else "the worker's clock"
-    return Verdict("future_timestamp", f"the event time is {ts - reference:.0f} s after {against} "
-                                       f"(at most {limits.clock_skew_max_s:.0f} s)")
+    return Verdict(
+        "future_timestamp",
+        f"the event time is {ts - reference:.0f} s after {against} (at most {limits.clock_skew_max_s:.0f} s)",
+    )
 
 
 def bounded(value: str | None) -> str | None:

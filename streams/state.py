@@ -50,21 +50,38 @@ class SessionState:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "sid": self.student_id, "seg": self.segmenter.to_json(), "nr": self.next_run,
-            "pg": self.run_playground, "hp": self.has_prev_run, "pd": self.prev_digest, "od": self.older_digest,
-            "c": self.counters.to_json(), "prp": self.post_run_pauses, "ip": self.inactive_pauses,
-            "err": self.last_error, "mc": self.metric_count, "lpd": self.latest_project_digest,
+            "sid": self.student_id,
+            "seg": self.segmenter.to_json(),
+            "nr": self.next_run,
+            "pg": self.run_playground,
+            "hp": self.has_prev_run,
+            "pd": self.prev_digest,
+            "od": self.older_digest,
+            "c": self.counters.to_json(),
+            "prp": self.post_run_pauses,
+            "ip": self.inactive_pauses,
+            "err": self.last_error,
+            "mc": self.metric_count,
+            "lpd": self.latest_project_digest,
             "rs": self.run_stopped,
         }
 
     @classmethod
     def from_json(cls, raw: dict[str, Any], config: EngineConfig) -> SessionState:
         return cls(
-            student_id=raw["sid"], segmenter=Segmenter.from_json(raw["seg"], config),
-            next_run=raw["nr"], run_playground=raw["pg"], has_prev_run=raw["hp"],
-            prev_digest=raw["pd"], older_digest=raw["od"], counters=StretchCounters.from_json(raw["c"]),
-            post_run_pauses=raw["prp"], inactive_pauses=raw["ip"], last_error=raw["err"],
-            metric_count=raw["mc"], latest_project_digest=raw["lpd"],
+            student_id=raw["sid"],
+            segmenter=Segmenter.from_json(raw["seg"], config),
+            next_run=raw["nr"],
+            run_playground=raw["pg"],
+            has_prev_run=raw["hp"],
+            prev_digest=raw["pd"],
+            older_digest=raw["od"],
+            counters=StretchCounters.from_json(raw["c"]),
+            post_run_pauses=raw["prp"],
+            inactive_pauses=raw["ip"],
+            last_error=raw["err"],
+            metric_count=raw["mc"],
+            latest_project_digest=raw["lpd"],
             run_stopped=raw.get("rs", False),
         )
 
@@ -89,12 +106,20 @@ class StudentState:
 
     def to_bytes(self) -> bytes:
         """The table value."""
-        return orjson.dumps({
-            "v": STATE_VERSION, "k": self.student_key, "p": self.partition, "o": self.applied,
-            "t": self.last_ts, "ls": self.last_session, "le": self.last_event_id,
-            "a": self.alerts_fired, "s": {sid: s.to_json() for sid, s in self.sessions.items()},
-            "pol": self.policy,
-        })
+        return orjson.dumps(
+            {
+                "v": STATE_VERSION,
+                "k": self.student_key,
+                "p": self.partition,
+                "o": self.applied,
+                "t": self.last_ts,
+                "ls": self.last_session,
+                "le": self.last_event_id,
+                "a": self.alerts_fired,
+                "s": {sid: s.to_json() for sid, s in self.sessions.items()},
+                "pol": self.policy,
+            }
+        )
 
     @classmethod
     def from_bytes(cls, data: bytes, config: EngineConfig) -> StudentState:
@@ -102,8 +127,13 @@ class StudentState:
         if raw.get("v") != STATE_VERSION:
             raise ValueError(f"student state version {raw.get('v')!r} is not {STATE_VERSION}")
         return cls(
-            student_key=raw["k"], partition=raw["p"], applied=raw["o"], last_ts=raw["t"],
-            last_session=raw["ls"], last_event_id=raw["le"], alerts_fired=raw["a"],
+            student_key=raw["k"],
+            partition=raw["p"],
+            applied=raw["o"],
+            last_ts=raw["t"],
+            last_session=raw["ls"],
+            last_event_id=raw["le"],
+            alerts_fired=raw["a"],
             sessions={sid: SessionState.from_json(s, config) for sid, s in raw["s"].items()},
             policy=raw["pol"],
         )

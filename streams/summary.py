@@ -50,10 +50,15 @@ class Observed:
 
     def add(self, record: object) -> None:
         """File a record under its kind (unknown kinds are ignored)."""
-        for kind, bucket in ((NormalizedEvent, self.events), (RunScored, self.runs),
-                             (TriggerFired, self.triggers), (EpisodeClosed, self.episodes),
-                             (PauseDetected, self.pauses), (DeadLetter, self.dead),
-                             (FeedbackRequest, self.requests)):
+        for kind, bucket in (
+            (NormalizedEvent, self.events),
+            (RunScored, self.runs),
+            (TriggerFired, self.triggers),
+            (EpisodeClosed, self.episodes),
+            (PauseDetected, self.pauses),
+            (DeadLetter, self.dead),
+            (FeedbackRequest, self.requests),
+        ):
             if isinstance(record, kind):
                 cast(list[object], bucket).append(record)
                 return
@@ -70,34 +75,56 @@ def _counts(triggers: Iterable[TriggerFired], trailing: set[str]) -> dict[str, i
         if t.type is TriggerType.INACTIVE:
             c["inactive_first" if t.alert == 0 else "inactive_realert"] += 1
             c["inactive_trailing"] += int(t.trigger_id in trailing)
-    keys = ("wheel_spin", "resilience", "explorer", "iterative", "inactive",
-            "inactive_first", "inactive_realert", "inactive_trailing")
+    keys = (
+        "wheel_spin",
+        "resilience",
+        "explorer",
+        "iterative",
+        "inactive",
+        "inactive_first",
+        "inactive_realert",
+        "inactive_trailing",
+    )
     return {k: c[k] for k in keys}
 
 
 def _run_row(run: RunScored, event: NormalizedEvent | None) -> dict[str, Any]:
     return {
-        "index": run.run_index, "ts": run.ts, "timestamp": run.timestamp,
-        "received_at": event.received_at if event else None, "event_id": _event_id(run.event_id),
-        "playground": run.playground, "edit_distance": run.edit_distance,
-        "workspace_status": run.workspace_status, "n_blocks": run.n_blocks,
-        "n_stacks": run.n_stacks, "label_tree_size": run.label_tree_size,
+        "index": run.run_index,
+        "ts": run.ts,
+        "timestamp": run.timestamp,
+        "received_at": event.received_at if event else None,
+        "event_id": _event_id(run.event_id),
+        "playground": run.playground,
+        "edit_distance": run.edit_distance,
+        "workspace_status": run.workspace_status,
+        "n_blocks": run.n_blocks,
+        "n_stacks": run.n_stacks,
+        "label_tree_size": run.label_tree_size,
     }
 
 
 def _unscored_row(dead: DeadLetter, event: NormalizedEvent, after: int | None) -> dict[str, Any]:
     return {
-        "event_id": _event_id(event.event_id), "ts": event.ts, "timestamp": event.timestamp,
-        "received_at": event.received_at, "playground": event.playground,
-        "reason": dead.reason.value, "after_run_index": after,
+        "event_id": _event_id(event.event_id),
+        "ts": event.ts,
+        "timestamp": event.timestamp,
+        "received_at": event.received_at,
+        "playground": event.playground,
+        "reason": dead.reason.value,
+        "after_run_index": after,
     }
 
 
 def _trigger_row(t: TriggerFired, runs: dict[int, RunScored]) -> dict[str, Any]:
     run = runs.get(t.run_index) if t.run_index is not None else None
     return {
-        "type": t.type.value, "run_index": t.run_index, "ts": t.ts, "timestamp": t.timestamp,
-        "playground": t.playground, "edit_distance": run.edit_distance if run else None,
+        "type": t.type.value,
+        "run_index": t.run_index,
+        "ts": t.ts,
+        "timestamp": t.timestamp,
+        "playground": t.playground,
+        "edit_distance": run.edit_distance if run else None,
         "detail": t.detail,
     }
 
@@ -107,35 +134,57 @@ def _inactive_row(t: TriggerFired, student_times: Sequence[float]) -> dict[str, 
     resolved = next((ts for ts in student_times if ts > since), None)
     k = t.alert or 0
     return {
-        "type": "inactive", "fired_at_ts": t.ts, "fired_at": t.timestamp, "alert": k,
-        "run_index_sentinel": -1 - k, "idle_since_ts": since, "idle_since": iso_utc(since),
-        "resolved_at_ts": resolved, "trailing": resolved is None,
+        "type": "inactive",
+        "fired_at_ts": t.ts,
+        "fired_at": t.timestamp,
+        "alert": k,
+        "run_index_sentinel": -1 - k,
+        "idle_since_ts": since,
+        "idle_since": iso_utc(since),
+        "resolved_at_ts": resolved,
+        "trailing": resolved is None,
     }
 
 
 def _episode_row(e: EpisodeClosed) -> dict[str, Any]:
     return {
-        "type": e.type.value, "start_ts": e.start_ts, "end_ts": e.end_ts, "start": iso_utc(e.start_ts),
-        "end": iso_utc(e.end_ts), "event_count": e.event_count, "start_idx": e.start_idx,
-        "end_idx": e.end_idx, "soft_count": e.soft_count,
+        "type": e.type.value,
+        "start_ts": e.start_ts,
+        "end_ts": e.end_ts,
+        "start": iso_utc(e.start_ts),
+        "end": iso_utc(e.end_ts),
+        "event_count": e.event_count,
+        "start_idx": e.start_idx,
+        "end_idx": e.end_idx,
+        "soft_count": e.soft_count,
     }
 
 
 def _pause_row(p: PauseDetected) -> dict[str, Any]:
     return {
-        "type": p.type.value, "after_idx": p.after_idx, "start_ts": p.start_ts, "end_ts": p.end_ts,
-        "start": iso_utc(p.start_ts), "duration": p.duration,
+        "type": p.type.value,
+        "after_idx": p.after_idx,
+        "start_ts": p.start_ts,
+        "end_ts": p.end_ts,
+        "start": iso_utc(p.start_ts),
+        "duration": p.duration,
     }
 
 
 def _trailing(obs: Observed, times: dict[str, list[float]]) -> set[str]:
     """Inactive alerts after their student's last event (no later event resolves them)."""
-    return {t.trigger_id for t in obs.triggers if t.type is TriggerType.INACTIVE
-            and (t.evidence.idle_since_ts or 0.0) >= max(times.get(t.student_key, [0.0]))}
+    return {
+        t.trigger_id
+        for t in obs.triggers
+        if t.type is TriggerType.INACTIVE and (t.evidence.idle_since_ts or 0.0) >= max(times.get(t.student_key, [0.0]))
+    }
 
 
 def _session(
-    key: tuple[str, str], obs: Observed, student_times: Sequence[float], trailing: set[str],
+    key: tuple[str, str],
+    obs: Observed,
+    student_times: Sequence[float],
+    trailing: set[str],
 ) -> dict[str, Any]:
     events = [e for e in obs.events if (e.student_key, e.session_id) == key]
     by_id = {e.event_id: e for e in events}
@@ -152,18 +201,29 @@ def _session(
             unscored.append(_unscored_row(d, event, after))
     first, last = events[0], events[-1]
     return {
-        "student_id": first.student_id, "session_id": key[1], "n_events": len(events),
+        "student_id": first.student_id,
+        "session_id": key[1],
+        "n_events": len(events),
         "event_types": dict(sorted(Counter(e.event_type for e in events).items())),
-        "first_ts": first.ts, "last_ts": last.ts, "first": first.timestamp, "last": last.timestamp,
+        "first_ts": first.ts,
+        "last_ts": last.ts,
+        "first": first.timestamp,
+        "last": last.timestamp,
         "playgrounds": sorted({str(r.playground) for r in runs}),
         "runs": [_run_row(r, by_id.get(r.event_id)) for r in runs],
         "unscored_runs": unscored,
         "triggers": [_trigger_row(t, run_by_index) for t in momentary],
         "inactive": [_inactive_row(t, student_times) for t in idle],
-        "episodes": [_episode_row(e) for e in sorted(
-            (e for e in obs.episodes if (e.student_key, e.session_id) == key), key=lambda e: e.start_idx)],
-        "pauses": [_pause_row(p) for p in sorted(
-            (p for p in obs.pauses if (p.student_key, p.session_id) == key), key=lambda p: p.after_idx)],
+        "episodes": [
+            _episode_row(e)
+            for e in sorted(
+                (e for e in obs.episodes if (e.student_key, e.session_id) == key), key=lambda e: e.start_idx
+            )
+        ],
+        "pauses": [
+            _pause_row(p)
+            for p in sorted((p for p in obs.pauses if (p.student_key, p.session_id) == key), key=lambda p: p.after_idx)
+        ],
         "trigger_counts": _counts(fires, trailing),
     }
 
@@ -182,12 +242,14 @@ def semantics(config: EngineConfig) -> dict[str, Any]:
         "constants": {
             "WHEEL_SPIN_ZERO_RUNS": config.wheel_spin_zero_runs,
             "RESILIENCE_ZERO_RUNS": config.resilience_zero_runs,
-            "INACTIVE_TRIGGER_SECONDS": after, "RE_ALERT_SECONDS": every,
+            "INACTIVE_TRIGGER_SECONDS": after,
+            "RE_ALERT_SECONDS": every,
             "EXPLORER_EDIT_DISTANCE": config.explorer_edit_distance,
             "ITERATIVE_EDIT_MIN": ITERATIVE_EDIT_MIN,
             "ITERATIVE_DEFAULT_THRESHOLD": config.iterative_default_threshold,
             "ITERATIVE_THRESHOLDS": dict(sorted(config.iterative_thresholds.items())),
-            "PAUSE_THRESHOLD_S": config.pause_threshold_s, "SHORT_PAUSE_MIN_S": config.short_pause_min_s,
+            "PAUSE_THRESHOLD_S": config.pause_threshold_s,
+            "SHORT_PAUSE_MIN_S": config.short_pause_min_s,
             "PAUSE_MAX_S": config.pause_max_s,
         },
         "edit_costs": dict(COSTS),
@@ -196,13 +258,13 @@ def semantics(config: EngineConfig) -> dict[str, Any]:
         "session_key": "(studentID, sessionID) as sent, case-sensitive",
         "student_key": "studentID trimmed and lower-cased",
         "edit_distance": "ordered tree edit distance between the ROOT-wrapped workspace trees at the costs "
-                         "above; a block's label is its type and fields (shadow fields included); ids and "
-                         "positions do not count",
+        "above; a block's label is its type and fields (shadow fields included); ids and "
+        "positions do not count",
         "unusable_workspace": "a runProject whose project or workspace cannot be read is not a run "
-                              "(unscored_runs); an empty or missing workspace is an empty program",
+        "(unscored_runs); an empty or missing workspace is an empty program",
         "inactive_rule": f"per student over all sessions: alerts at t0+{after}+{every}*k while strictly "
-                         "before the next event, and at or before the horizon after the last; each "
-                         "belongs to the session of the event at t0",
+        "before the next event, and at or before the horizon after the last; each "
+        "belongs to the session of the event at t0",
         "inactive_op": "gt",
     }
 
@@ -218,9 +280,17 @@ def boundary_cases(obs: Observed, config: EngineConfig, horizon: float | None) -
 
     def near(first: NormalizedEvent, gap: float, name: str, value: float) -> None:
         if abs(gap - value) < 1.0:
-            rows.append({"student_id": first.student_id, "session_id": first.session_id,
-                         "after_ts": first.ts, "after": first.timestamp, "gap": gap,
-                         "boundary": name, "value": _number(value)})
+            rows.append(
+                {
+                    "student_id": first.student_id,
+                    "session_id": first.session_id,
+                    "after_ts": first.ts,
+                    "after": first.timestamp,
+                    "gap": gap,
+                    "boundary": name,
+                    "value": _number(value),
+                }
+            )
 
     def alerts(first: NormalizedEvent, gap: float, kind: str) -> None:
         k = 0
@@ -248,8 +318,13 @@ def boundary_cases(obs: Observed, config: EngineConfig, horizon: float | None) -
 
 
 def build_summary(
-    obs: Observed, *, input_name: str, input_sha256: str, input_report: dict[str, Any],
-    config: EngineConfig | None = None, scorer: Any = None,
+    obs: Observed,
+    *,
+    input_name: str,
+    input_sha256: str,
+    input_report: dict[str, Any],
+    config: EngineConfig | None = None,
+    scorer: Any = None,
 ) -> dict[str, Any]:
     """The golden-shaped summary of one replay, under ``config`` (the engine's
     constants; v2 by default); ``scorer`` scores the student view's runs (a
@@ -267,12 +342,18 @@ def build_summary(
     sessions = [_session(k, obs, sorted(times[k[0]]), trailing) for k in keys]
     horizon = max((e.ts for e in obs.events), default=None)
     return {
-        "golden_version": GOLDEN_VERSION, "input": input_name, "input_sha256": input_sha256,
-        "semantics": semantics(config), "input_report": input_report, "horizon_ts": horizon,
+        "golden_version": GOLDEN_VERSION,
+        "input": input_name,
+        "input_sha256": input_sha256,
+        "semantics": semantics(config),
+        "input_report": input_report,
+        "horizon_ts": horizon,
         "horizon": iso_utc(horizon) if horizon is not None else None,
-        "n_students": len(times), "n_sessions": len(sessions),
+        "n_students": len(times),
+        "n_sessions": len(sessions),
         "n_unscored_runs": sum(len(s["unscored_runs"]) for s in sessions),
         "trigger_counts": _counts(obs.triggers, trailing),
-        "boundary_cases": boundary_cases(obs, config, horizon), "sessions": sessions,
+        "boundary_cases": boundary_cases(obs, config, horizon),
+        "sessions": sessions,
         "students": student_view(obs, config, scorer, horizon) if horizon is not None else [],
     }

@@ -28,9 +28,7 @@ from topology.settings import Settings, load_settings
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        if "stack" in getattr(item, "fixturenames", ()) and not item.get_closest_marker(
-            "integration"
-        ):
+        if "stack" in getattr(item, "fixturenames", ()) and not item.get_closest_marker("integration"):
             item.add_marker(pytest.mark.integration)
 
 

@@ -5,8 +5,17 @@ from __future__ import annotations
 from typing import Any
 
 #: ``semantics`` keys that state a rule in words: ours are worded our way.
-SEMANTICS_TEXT = frozenset({"time_field", "order_within_stream", "session_key", "student_key",
-                            "edit_distance", "unusable_workspace", "inactive_rule"})
+SEMANTICS_TEXT = frozenset(
+    {
+        "time_field",
+        "order_within_stream",
+        "session_key",
+        "student_key",
+        "edit_distance",
+        "unusable_workspace",
+        "inactive_rule",
+    }
+)
 
 
 def differences(ours: Any, theirs: Any, path: str = "") -> list[str]:

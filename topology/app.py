@@ -63,17 +63,17 @@ def make_app(settings: Settings) -> faust.App:
     return app
 
 
-def declare(app: faust.App, settings: Settings) -> tuple[dict[str, faust.TopicT], dict[str, faust.types.TableT[bytes, bytes]]]:
+def declare(
+    app: faust.App, settings: Settings
+) -> tuple[dict[str, faust.TopicT], dict[str, faust.types.TableT[bytes, bytes]]]:
     """Every contract topic (by logical name) and, for a worker with the stream
     role, every table, declared on ``app``."""
     topics = {
-        spec.name: app.topic(settings.topic(spec.name), partitions=settings.topic_partitions,
-                             schema=RawSchema())
+        spec.name: app.topic(settings.topic(spec.name), partitions=settings.topic_partitions, schema=RawSchema())
         for spec in T.ALL_TOPICS
     }
     tables = {
-        name: app.Table(name, default=None, partitions=settings.topic_partitions,
-                        key_type=bytes, value_type=bytes)
+        name: app.Table(name, default=None, partitions=settings.topic_partitions, key_type=bytes, value_type=bytes)
         for name in (TABLES if "stream" in settings.worker_roles else ())
     }
     return topics, tables

@@ -71,9 +71,15 @@ async def ensure_topics(settings: Settings, names: Iterable[str] | None = None) 
                 )
         missing = [n for n in wanted if not existing.get(n)]
         if missing:
-            new = [NewTopic(n, settings.topic_partitions, settings.topic_replication_factor,
-                            topic_configs={"cleanup.policy": "compact"} if n in compacted else None)
-                   for n in missing]
+            new = [
+                NewTopic(
+                    n,
+                    settings.topic_partitions,
+                    settings.topic_replication_factor,
+                    topic_configs={"cleanup.policy": "compact"} if n in compacted else None,
+                )
+                for n in missing
+            ]
             try:
                 await admin.create_topics(new)
             except TopicAlreadyExistsError:
@@ -88,8 +94,12 @@ async def _wait_for_leaders(admin: AIOKafkaAdminClient, names: list[str], timeou
     deadline = asyncio.get_running_loop().time() + timeout_s
     while asyncio.get_running_loop().time() < deadline:
         described = await admin.describe_topics(names)
-        if all(item.get("error_code", 0) == 0 and item.get("partitions")
-               and all(p.get("leader", -1) >= 0 for p in item["partitions"]) for item in described):
+        if all(
+            item.get("error_code", 0) == 0
+            and item.get("partitions")
+            and all(p.get("leader", -1) >= 0 for p in item["partitions"])
+            for item in described
+        ):
             return
         await asyncio.sleep(0.1)
     raise TimeoutError(f"topics {names} have partitions without a leader after {timeout_s:.0f} s")
@@ -161,7 +171,10 @@ async def committed_offsets(settings: Settings, group: str, topic: str) -> dict[
 
 
 async def wait_consumed(
-    settings: Settings, group: str, topic: str, timeout_s: float = 300.0,
+    settings: Settings,
+    group: str,
+    topic: str,
+    timeout_s: float = 300.0,
     on_progress: object = None,
 ) -> None:
     """Wait until ``group`` has committed every record of ``topic`` (raise on timeout)."""
@@ -190,13 +203,19 @@ async def wait_analysed(settings: Settings, timeout_s: float = 300.0) -> None:
 
 
 async def read_to_end(
-    settings: Settings, topics: list[str], *, from_beginning: bool = True, partitions: int | None = None,
+    settings: Settings,
+    topics: list[str],
+    *,
+    from_beginning: bool = True,
+    partitions: int | None = None,
 ) -> AsyncIterator[ConsumerRecord[bytes, bytes]]:
     """Every record of ``topics`` up to their current end offsets (no group);
     ``partitions``: their partition count when it is not TOPIC_PARTITIONS."""
     consumer = AIOKafkaConsumer(
-        bootstrap_servers=settings.kafka_bootstrap_servers, enable_auto_commit=False,
-        auto_offset_reset="earliest" if from_beginning else "latest", max_poll_records=2000,
+        bootstrap_servers=settings.kafka_bootstrap_servers,
+        enable_auto_commit=False,
+        auto_offset_reset="earliest" if from_beginning else "latest",
+        max_poll_records=2000,
     )
     await consumer.start()
     try:

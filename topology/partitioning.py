@@ -11,12 +11,12 @@ def murmur2(data: bytes) -> int:
     length = len(data)
     h = (_SEED ^ length) & _MASK
     for i in range(0, length - length % 4, 4):
-        k = int.from_bytes(data[i:i + 4], "little")
+        k = int.from_bytes(data[i : i + 4], "little")
         k = (k * _M) & _MASK
         k ^= k >> _R
         k = (k * _M) & _MASK
         h = ((h * _M) & _MASK) ^ k
-    tail = data[length - length % 4:]
+    tail = data[length - length % 4 :]
     if len(tail) >= 3:
         h ^= tail[2] << 16
     if len(tail) >= 2:

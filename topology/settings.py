@@ -48,8 +48,13 @@ class Settings(BaseSettings):
     """Every tunable of vexnudge.  Field ``foo_bar`` is read from ``FOO_BAR``."""
 
     model_config = SettingsConfigDict(
-        case_sensitive=False, frozen=True, extra="ignore", populate_by_name=True,
-        use_attribute_docstrings=True, env_file=PROJECT_ROOT / ".env", env_file_encoding="utf-8",
+        case_sensitive=False,
+        frozen=True,
+        extra="ignore",
+        populate_by_name=True,
+        use_attribute_docstrings=True,
+        env_file=PROJECT_ROOT / ".env",
+        env_file_encoding="utf-8",
     )
 
     # --- Kafka and the Faust app -------------------------------------------------
@@ -251,9 +256,7 @@ class Settings(BaseSettings):
             if "kafka_port" in data and "kafka_bootstrap_servers" not in data:
                 data["kafka_bootstrap_servers"] = f"127.0.0.1:{int(data['kafka_port'])}"
             if "postgres_port" in data and "database_url" not in data:
-                data["database_url"] = (
-                    f"postgresql://vexnudge@127.0.0.1:{int(data['postgres_port'])}/vexnudge"
-                )
+                data["database_url"] = f"postgresql://vexnudge@127.0.0.1:{int(data['postgres_port'])}/vexnudge"
         return data
 
     _csv = field_validator("trigger_disabled", "worker_roles", mode="before")(_split_csv)

@@ -47,8 +47,12 @@ class TopicSpec:
 
 RAW = TopicSpec("vex.telemetry.raw", "student key (best effort) or none", note="raw telemetry envelope bytes")
 EVENTS = TopicSpec("vex.events", "student key", (NormalizedEvent,))
-REKEYED = TopicSpec("vex.events.rekeyed", "student key", (NormalizedEvent,),
-                    "internal: events whose raw line sat on another partition than its student's")
+REKEYED = TopicSpec(
+    "vex.events.rekeyed",
+    "student key",
+    (NormalizedEvent,),
+    "internal: events whose raw line sat on another partition than its student's",
+)
 DEADLETTER = TopicSpec("vex.deadletter", "student key or none", (DeadLetter,))
 CLOCK = TopicSpec("vex.clock", "none (sent to an explicit partition)", (ClockTick,))
 RUNS = TopicSpec("vex.runs", "student key", (RunScored,))
@@ -60,8 +64,18 @@ FEEDBACK = TopicSpec("vex.feedback", "student key", (FeedbackMessage,))
 NUDGE_OUTCOMES = TopicSpec("vex.nudge.outcomes", "student key", (NudgeOutcome,))
 
 ALL_TOPICS: tuple[TopicSpec, ...] = (
-    RAW, EVENTS, REKEYED, DEADLETTER, CLOCK, RUNS, TRIGGERS, EPISODES,
-    CHAT_REQUESTS, FEEDBACK_REQUESTS, FEEDBACK, NUDGE_OUTCOMES,
+    RAW,
+    EVENTS,
+    REKEYED,
+    DEADLETTER,
+    CLOCK,
+    RUNS,
+    TRIGGERS,
+    EPISODES,
+    CHAT_REQUESTS,
+    FEEDBACK_REQUESTS,
+    FEEDBACK,
+    NUDGE_OUTCOMES,
 )
 
 

@@ -23,8 +23,13 @@ _Kernel = Callable[..., int]
 #: The cost model above as data, in the terms of the golden files'
 #: ``semantics.edit_costs`` (``docs/tree_edit.md``).
 COSTS: dict[str, int] = {
-    "block_insert": 1, "block_delete": 1, "connector_insert": 0, "connector_delete": 0,
-    "rename_if_labels_differ": 1, "rename_if_labels_equal": 0, "root_to_root": 0,
+    "block_insert": 1,
+    "block_delete": 1,
+    "connector_insert": 0,
+    "connector_delete": 0,
+    "rename_if_labels_differ": 1,
+    "rename_if_labels_equal": 0,
+    "root_to_root": 0,
 }
 
 try:

@@ -54,17 +54,12 @@ class NotComparable(TreeEditError):
     :param limit: the limit that was exceeded (blocks or cells of work).
     """
 
-    def __init__(
-        self, reason: NotComparableReason, n_blocks: tuple[int, int], limit: int
-    ) -> None:
+    def __init__(self, reason: NotComparableReason, n_blocks: tuple[int, int], limit: int) -> None:
         if reason is NotComparableReason.TOO_MANY_BLOCKS:
             hint = f"limit {limit} blocks per program; raise max_blocks to compare them"
         else:
             hint = f"the exact distance needs more than {limit} cells; raise max_cells"
-        super().__init__(
-            f"programs not compared ({reason.value}): {n_blocks[0]} and "
-            f"{n_blocks[1]} blocks, {hint}"
-        )
+        super().__init__(f"programs not compared ({reason.value}): {n_blocks[0]} and {n_blocks[1]} blocks, {hint}")
         self.reason = reason
         self.n_blocks = n_blocks
         self.limit = limit

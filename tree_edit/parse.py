@@ -85,18 +85,13 @@ def _build(document: ET.Element) -> Tree:
     nodes: list[Node] = [None] * len(specs)  # type: ignore[list-item]
     for index in range(len(specs) - 1, -1, -1):
         label, key, plugged = specs[index]
-        children = tuple(
-            Node(NodeKind.CONNECTOR, name, "C" + name, (nodes[child],))
-            for name, child in plugged
-        )
+        children = tuple(Node(NodeKind.CONNECTOR, name, "C" + name, (nodes[child],)) for name, child in plugged)
         nodes[index] = Node(NodeKind.BLOCK, label, key, children)
     root = Node(NodeKind.ROOT, ROOT_LABEL, ROOT_KEY, tuple(nodes[i] for i in stacks))
     return Tree(root)
 
 
-def _read_block(
-    block: ET.Element, local: _LocalNames
-) -> tuple[str, str, list[tuple[str, ET.Element]]]:
+def _read_block(block: ET.Element, local: _LocalNames) -> tuple[str, str, list[tuple[str, ET.Element]]]:
     """A block's label, key and plugged blocks ``(connector label, element)``."""
     fields: dict[str, str] = {}
     shadows: dict[str, str] = {}
@@ -120,15 +115,12 @@ def _read_block(
     shown = sorted(shadows.items())
     label = "|".join([kind, *(f"{k}={v}" for k, v in own), *(f"{k}={v}" for k, v in shown)])
     key = _PART.join(
-        ("B" + kind, _ITEM.join(k + _PAIR + v for k, v in own),
-         _ITEM.join(k + _PAIR + v for k, v in shown))
+        ("B" + kind, _ITEM.join(k + _PAIR + v for k, v in own), _ITEM.join(k + _PAIR + v for k, v in shown))
     )
     return label, key, groups[0] + groups[1] + groups[2]
 
 
-def _add_shadow_entries(
-    value: ET.Element, prefix: str, local: _LocalNames, out: dict[str, str]
-) -> None:
+def _add_shadow_entries(value: ET.Element, prefix: str, local: _LocalNames, out: dict[str, str]) -> None:
     """Add the entries of the shadows directly inside ``value`` to ``out``.
 
     The common one-level case is handled here; nested shadow values go through
@@ -147,9 +139,7 @@ def _add_shadow_entries(
                 out.update(_shadow_entries(item, f"{prefix}.{item.get('name') or ''}", local))
 
 
-def _shadow_entries(
-    value: ET.Element, prefix: str, local: _LocalNames
-) -> Iterator[tuple[str, str]]:
+def _shadow_entries(value: ET.Element, prefix: str, local: _LocalNames) -> Iterator[tuple[str, str]]:
     """``(key, text)`` of the shadows directly inside ``value``, in document order.
 
     A shadow's field ``F`` gives ``prefix.F``; a shadow's ``<value name=M>`` is

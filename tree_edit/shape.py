@@ -97,9 +97,7 @@ def build_shape(root: _N, is_connector: Callable[[_N], bool]) -> Shape:
     return Shape(labels, label_index, left, right, hasher.hexdigest())
 
 
-def _contract(
-    root: _N, is_connector: Callable[[_N], bool]
-) -> tuple[list[str], list[list[int]]]:
+def _contract(root: _N, is_connector: Callable[[_N], bool]) -> tuple[list[str], list[list[int]]]:
     """Node keys and child lists of the contracted tree, in preorder (ROOT = 0)."""
     keys: list[str] = []
     kids: list[list[int]] = []
@@ -121,9 +119,7 @@ def _contract(
     return keys, kids
 
 
-def _decompose(
-    keys: list[str], kids: list[list[int]], label_index: dict[str, int], mirrored: bool
-) -> Decomposition:
+def _decompose(keys: list[str], kids: list[list[int]], label_index: dict[str, int], mirrored: bool) -> Decomposition:
     """Postorder codes, leftmost leaves and keyroots of one direction."""
     n = len(keys)
     ordered = [k[::-1] for k in kids] if mirrored else kids

@@ -17,8 +17,11 @@ from dataclasses import dataclass, field
 from xml.sax.saxutils import quoteattr
 
 _DROPDOWNS = {
-    "DIRECTION": ("fwd", "rev"), "TURNDIRECTION": ("left", "right"),
-    "UNITS": ("mm", "inches"), "MOTOR": ("armmotor", "clawmotor"), "OP": ("LT", "GT", "EQ"),
+    "DIRECTION": ("fwd", "rev"),
+    "TURNDIRECTION": ("left", "right"),
+    "UNITS": ("mm", "inches"),
+    "MOTOR": ("armmotor", "clawmotor"),
+    "OP": ("LT", "GT", "EQ"),
 }
 # type: (dropdown fields, number inputs, reporter inputs, statement inputs)
 _STATEMENTS: dict[str, tuple[tuple[str, ...], ...]] = {
@@ -114,7 +117,7 @@ def _block_parts(
 ) -> list[str | tuple[list[Block], int, str]]:
     """The XML of ``chain[index]`` as literal text and chains still to write."""
     block = chain[index]
-    head = f"<block type={quoteattr(block.type)} id=\"b{ids.getrandbits(40):x}\"{position}>"
+    head = f'<block type={quoteattr(block.type)} id="b{ids.getrandbits(40):x}"{position}>'
     head += "".join(f'<field name="{k}">{v}</field>' for k, v in block.fields.items())
     parts: list[str | tuple[list[Block], int, str]] = [head]
     for name, value in block.values.items():
@@ -174,9 +177,9 @@ def _reporter_slots(program: Program) -> list[tuple[Block, str]]:
 def _empty_reporter_inputs(block: Block) -> list[tuple[Block, str]]:
     """Inputs of ``block`` that could take a reporter and show a shadow now."""
     return [
-        (block, name) for name, value in block.values.items()
-        if not isinstance(value, Block)
-        and (block.type in _REPORTERS or name in ("CONDITION", "AMOUNT", "X", "Y"))
+        (block, name)
+        for name, value in block.values.items()
+        if not isinstance(value, Block) and (block.type in _REPORTERS or name in ("CONDITION", "AMOUNT", "X", "Y"))
     ]
 
 
@@ -196,9 +199,7 @@ class _Growth:
         self.slots.extend(_empty_reporter_inputs(block))
 
 
-def _insert_random_block(
-    rng: random.Random, program: Program, stray: float, growth: _Growth
-) -> None:
+def _insert_random_block(rng: random.Random, program: Program, stray: float, growth: _Growth) -> None:
     if growth.slots and rng.random() < 0.15:
         at = rng.randrange(len(growth.slots))
         block, name = growth.slots[at]
@@ -223,8 +224,12 @@ def _insert_edit(rng: random.Random, program: Program) -> None:
 
 
 def _change_number(rng: random.Random, program: Program) -> None:
-    numbers = [(b, k) for b in _walk(program) for k, v in b.values.items()
-               if not isinstance(v, Block) and k not in ("CONDITION",)]
+    numbers = [
+        (b, k)
+        for b in _walk(program)
+        for k, v in b.values.items()
+        if not isinstance(v, Block) and k not in ("CONDITION",)
+    ]
     if numbers:
         block, name = rng.choice(numbers)
         block.values[name] = rng.randrange(1, 1000)

@@ -37,9 +37,7 @@ class Node:
 
     __slots__ = ("kind", "label", "key", "children")
 
-    def __init__(
-        self, kind: NodeKind, label: str, key: str, children: tuple[Node, ...] = ()
-    ) -> None:
+    def __init__(self, kind: NodeKind, label: str, key: str, children: tuple[Node, ...] = ()) -> None:
         self.kind = kind
         self.label = label
         self.key = key
@@ -102,10 +100,7 @@ class Tree:
         return "".join(out)
 
     def __repr__(self) -> str:
-        return (
-            f"Tree(n_blocks={self.n_blocks}, n_stacks={self.n_stacks}, "
-            f"label_tree_size={self.label_tree_size})"
-        )
+        return f"Tree(n_blocks={self.n_blocks}, n_stacks={self.n_stacks}, label_tree_size={self.label_tree_size})"
 
 
 def _is_connector(node: Node) -> bool:

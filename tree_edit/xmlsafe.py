@@ -48,6 +48,8 @@ def expat_warning() -> str | None:
     linked = tuple(pyexpat.version_info)
     if linked >= SAFE_EXPAT:
         return None
-    return (f"this Python links libexpat {'.'.join(map(str, linked))}, older than "
-            f"{'.'.join(map(str, SAFE_EXPAT))}, which has known crashes on hostile XML; vexnudge never "
-            "lets it expand entities, but upgrade the system's libexpat (or Python) when you can")
+    return (
+        f"this Python links libexpat {'.'.join(map(str, linked))}, older than "
+        f"{'.'.join(map(str, SAFE_EXPAT))}, which has known crashes on hostile XML; vexnudge never "
+        "lets it expand entities, but upgrade the system's libexpat (or Python) when you can"
+    )

@@ -11,8 +11,12 @@ from collections.abc import Sequence
 
 
 def tree_distance(
-    codes1: Sequence[int], lml1: Sequence[int], keyroots1: Sequence[int],
-    codes2: Sequence[int], lml2: Sequence[int], keyroots2: Sequence[int],
+    codes1: Sequence[int],
+    lml1: Sequence[int],
+    keyroots1: Sequence[int],
+    codes2: Sequence[int],
+    lml2: Sequence[int],
+    keyroots2: Sequence[int],
 ) -> int:
     """Unit-cost edit distance between two postorder-encoded trees.
 
@@ -30,8 +34,13 @@ def tree_distance(
 
 
 def _keyroot_pair(
-    c1: list[int], l1: list[int], k1: int,
-    c2: list[int], l2: list[int], k2: int, td: list[list[int]],
+    c1: list[int],
+    l1: list[int],
+    k1: int,
+    c2: list[int],
+    l2: list[int],
+    k2: int,
+    td: list[list[int]],
 ) -> None:
     """Forest distances of one keyroot pair; stores the tree distances it finds."""
     i0, j0 = l1[k1], l2[k2]

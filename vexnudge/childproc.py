@@ -125,8 +125,15 @@ class ChildProcess:
         """True when the last stop had to send SIGKILL."""
         self._log: IO[bytes] | None = None
 
-    def spawn(self, args: list[str], log_path: Path, env: dict[str, str] | None = None, *,
-              command: list[str] | None = None, cwd: Path | None = None) -> None:
+    def spawn(
+        self,
+        args: list[str],
+        log_path: Path,
+        env: dict[str, str] | None = None,
+        *,
+        command: list[str] | None = None,
+        cwd: Path | None = None,
+    ) -> None:
         """Run ``python -m vexnudge.cli ARGS`` (or ``command + ARGS``) with output
         appended to ``log_path``."""
         self.log_path = log_path
@@ -135,9 +142,14 @@ class ChildProcess:
         prefix = command if command is not None else [sys.executable, "-m", "vexnudge.cli"]
         stop_like_ctrl_c()
         self.process = subprocess.Popen(
-            [*prefix, *args], stdout=self._log,
-            stderr=subprocess.STDOUT, env={**os.environ, **env} if env else None,
-            start_new_session=True, cwd=cwd, preexec_fn=die_with_parent())
+            [*prefix, *args],
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, **env} if env else None,
+            start_new_session=True,
+            cwd=cwd,
+            preexec_fn=die_with_parent(),
+        )
 
     @property
     def alive(self) -> bool:
@@ -181,8 +193,12 @@ class ChildProcess:
             self.process.wait(max(0.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             self.escalated = True
-            print(f"vexnudge: the {self.name} (pid {self.process.pid}) did not stop within "
-                  f"{self.grace_s:g} s of SIGTERM; killed it (SIGKILL)", file=sys.stderr, flush=True)
+            print(
+                f"vexnudge: the {self.name} (pid {self.process.pid}) did not stop within "
+                f"{self.grace_s:g} s of SIGTERM; killed it (SIGKILL)",
+                file=sys.stderr,
+                flush=True,
+            )
             self.kill()
         except BaseException:
             self.kill()

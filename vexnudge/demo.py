@@ -50,8 +50,10 @@ class Tally:
 
     def line(self, total: int) -> str:
         c = self.counts
-        return (f"events {c['events']}/{total} · dead letters {c['dead']} · triggers {c['triggers']} · "
-                f"nudges sent {c['acted']}, suppressed {c['suppressed']}, pending {c['pending']}")
+        return (
+            f"events {c['events']}/{total} · dead letters {c['dead']} · triggers {c['triggers']} · "
+            f"nudges sent {c['acted']}, suppressed {c['suppressed']}, pending {c['pending']}"
+        )
 
 
 def ollama_answers(host: str) -> bool:
@@ -80,8 +82,13 @@ async def fresh_database(settings: Settings) -> Settings:
 
 def first_nudged(settings: Settings, lines: list[bytes], count: int) -> list[tuple[str, float]]:
     """Students whose first nudge comes earliest, with its replay time (seconds in)."""
-    run = analyze_lines(lines, EngineConfig.from_settings(settings), TreeEditScorer(),
-                        NudgeConfig.from_settings(settings), partitions=settings.topic_partitions)
+    run = analyze_lines(
+        lines,
+        EngineConfig.from_settings(settings),
+        TreeEditScorer(),
+        NudgeConfig.from_settings(settings),
+        partitions=settings.topic_partitions,
+    )
     start = min(e.ts for e in run.observed.events)
     first: dict[str, float] = {}
     for r in run.observed.requests:
@@ -93,8 +100,9 @@ def first_nudged(settings: Settings, lines: list[bytes], count: int) -> list[tup
 async def tally_topics(settings: Settings, tally: Tally, stop: asyncio.Event) -> None:
     """Count records on the pipeline's output topics until ``stop``."""
     names = {settings.topic(s.name): s.name for s in (T.EVENTS, T.DEADLETTER, T.TRIGGERS, T.NUDGE_OUTCOMES)}
-    consumer = AIOKafkaConsumer(*names, bootstrap_servers=settings.kafka_bootstrap_servers,
-                                auto_offset_reset="earliest")
+    consumer = AIOKafkaConsumer(
+        *names, bootstrap_servers=settings.kafka_bootstrap_servers, auto_offset_reset="earliest"
+    )
     await consumer.start()
     outcomes: dict[str, str] = {}
     try:
@@ -107,8 +115,9 @@ async def tally_topics(settings: Settings, tally: Tally, stop: asyncio.Event) ->
                         body = orjson.loads(record.value or b"{}")
                         outcomes[body.get("trigger_id", "")] = body.get("status", "")
                     else:
-                        tally.counts[{"vex.events": "events", "vex.deadletter": "dead",
-                                      "vex.triggers": "triggers"}[kind]] += 1
+                        tally.counts[
+                            {"vex.events": "events", "vex.deadletter": "dead", "vex.triggers": "triggers"}[kind]
+                        ] += 1
             statuses = Counter(outcomes.values())
             for status in ("acted", "suppressed", "pending"):
                 tally.counts[status] = statuses[status]
@@ -131,22 +140,32 @@ class Demo:
     async def run(self) -> int:
         lines = read_lines(SAMPLE.read_bytes())
         name = f"demo-{uuid.uuid4().hex[:6]}"
-        s = self.settings.model_copy(update={"app_id": name, "topic_prefix": f"{name}.",
-                                             "trigger_daemon_enabled": True, "clock_mode": "replay"})
+        s = self.settings.model_copy(
+            update={"app_id": name, "topic_prefix": f"{name}.", "trigger_daemon_enabled": True, "clock_mode": "replay"}
+        )
         self.say("demo: preparing a fresh demo database and topics")
         s = await fresh_database(s)
         await ensure_topics(s)
         if not ollama_answers(s.ollama_host):
-            self.say(f"demo: no Ollama server answers at {s.ollama_host}; nudges come from the "
-                     "deterministic template responder (stored with model 'template'). "
-                     "Start Ollama and set OLLAMA_HOST/OLLAMA_MODEL for model-written nudges.")
+            self.say(
+                f"demo: no Ollama server answers at {s.ollama_host}; nudges come from the "
+                "deterministic template responder (stored with model 'template'). "
+                "Start Ollama and set OLLAMA_HOST/OLLAMA_MODEL for model-written nudges."
+            )
         token_secret, admin = secrets.token_hex(32), secrets.token_urlsafe(32)
         env = {"DATABASE_URL": s.database_url.get_secret_value(), "TRIGGER_DAEMON_ENABLED": "true"}
-        worker = WorkerProcess(s.app_id, s.topic_prefix, clock="replay", env=env, web_port=free_port(),
-                               log_path=s.stack_dir / "logs" / f"{name}-worker.log",
-                               grace_s=s.shutdown_grace_s)
-        gateway = GatewayProcess(s, token_secret, admin, port=self.port,
-                                 log_path=s.stack_dir / "logs" / f"{name}-gateway.log")
+        worker = WorkerProcess(
+            s.app_id,
+            s.topic_prefix,
+            clock="replay",
+            env=env,
+            web_port=free_port(),
+            log_path=s.stack_dir / "logs" / f"{name}-worker.log",
+            grace_s=s.shutdown_grace_s,
+        )
+        gateway = GatewayProcess(
+            s, token_secret, admin, port=self.port, log_path=s.stack_dir / "logs" / f"{name}-gateway.log"
+        )
         children: list[ChildProcess] = [worker, gateway]
         try:
             await self._start(worker, gateway)
@@ -177,11 +196,15 @@ class Demo:
         self.say(f"demo: teacher board  {base}/board#admin_token={quote(admin, safe='')}")
         for student, at in first_nudged(s, lines, self.students):
             token = tokens.issue(secret.encode(), student, ttl_s=12 * 3600, now=time.time())
-            self.say(f"demo: student {student:<10} {base}/student#token={quote(token, safe='')}"
-                     f"   (first nudge {at / 60:.0f} min into the class)")
+            self.say(
+                f"demo: student {student:<10} {base}/student#token={quote(token, safe='')}"
+                f"   (first nudge {at / 60:.0f} min into the class)"
+            )
         self.say(f"demo: logs in {s.stack_dir / 'logs'}")
-        self.say(f"demo: tap a topic (while the demo runs): TOPIC_PREFIX={s.topic_prefix} "
-                 "vexnudge tail vex.triggers --from-beginning")
+        self.say(
+            f"demo: tap a topic (while the demo runs): TOPIC_PREFIX={s.topic_prefix} "
+            "vexnudge tail vex.triggers --from-beginning"
+        )
 
     async def _replay(self, s: Settings, lines: list[bytes], children: list[ChildProcess]) -> None:
         tally, stop = Tally(), asyncio.Event()
@@ -214,8 +237,7 @@ def check_alive(children: list[ChildProcess]) -> None:
             raise child.failed("stopped")
 
 
-def run_demo(settings: Settings, *, speed: float | None, students: int, port: int,
-             keep_running: bool) -> int:
+def run_demo(settings: Settings, *, speed: float | None, students: int, port: int, keep_running: bool) -> int:
     """Entry point of ``vexnudge demo``: SIGTERM and SIGHUP stop it as Ctrl-C does
     (children stopped, topics deleted).
 
@@ -224,4 +246,3 @@ def run_demo(settings: Settings, *, speed: float | None, students: int, port: in
     """
     stop_like_ctrl_c()
     return asyncio.run(Demo(settings, speed, students, port, keep_running).run())
-

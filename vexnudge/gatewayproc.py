@@ -22,8 +22,14 @@ class GatewayProcess(ChildProcess):
     name = "gateway"
 
     def __init__(
-        self, settings: Settings, token_secret: str, admin_token: str, port: int = 0,
-        env: dict[str, str] | None = None, loglevel: str = "info", log_path: Path | None = None,
+        self,
+        settings: Settings,
+        token_secret: str,
+        admin_token: str,
+        port: int = 0,
+        env: dict[str, str] | None = None,
+        loglevel: str = "info",
+        log_path: Path | None = None,
         grace_s: float | None = None,
     ) -> None:
         super().__init__(settings.shutdown_grace_s if grace_s is None else grace_s)
@@ -38,10 +44,17 @@ class GatewayProcess(ChildProcess):
         self.port = self.port or free_port()
         log_path = self.log_path or Path(tempfile.mkdtemp(prefix="vexnudge-gateway-")) / "gateway.log"
         s = self.settings
-        env = {"TOKEN_SECRET": self.token_secret, "ADMIN_TOKEN": self.admin_token,
-               "TOPIC_PREFIX": s.topic_prefix, "KAFKA_BOOTSTRAP_SERVERS": s.kafka_bootstrap_servers,
-               "DATABASE_URL": s.database_url.get_secret_value(), "GATEWAY_HOST": "127.0.0.1",
-               "GATEWAY_PORT": str(self.port), "SHUTDOWN_GRACE_S": f"{self.grace_s:g}", **self.env}
+        env = {
+            "TOKEN_SECRET": self.token_secret,
+            "ADMIN_TOKEN": self.admin_token,
+            "TOPIC_PREFIX": s.topic_prefix,
+            "KAFKA_BOOTSTRAP_SERVERS": s.kafka_bootstrap_servers,
+            "DATABASE_URL": s.database_url.get_secret_value(),
+            "GATEWAY_HOST": "127.0.0.1",
+            "GATEWAY_PORT": str(self.port),
+            "SHUTDOWN_GRACE_S": f"{self.grace_s:g}",
+            **self.env,
+        }
         self.spawn(["gateway", "-l", self.loglevel], log_path, env)
         return self
 

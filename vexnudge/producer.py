@@ -60,15 +60,23 @@ def recorded_time(line: bytes) -> float | None:
 def make_producer(settings: Settings) -> AIOKafkaProducer:
     """The raw-topic producer: idempotent, batched."""
     return AIOKafkaProducer(
-        bootstrap_servers=settings.kafka_bootstrap_servers, enable_idempotence=True,
-        linger_ms=5, max_batch_size=262144, max_request_size=4 * 1024 * 1024,
+        bootstrap_servers=settings.kafka_bootstrap_servers,
+        enable_idempotence=True,
+        linger_ms=5,
+        max_batch_size=262144,
+        max_request_size=4 * 1024 * 1024,
     )
 
 
 async def produce_lines(
-    settings: Settings, lines: Sequence[bytes], *, speed: float | None = None,
-    rate: float | None = None, skip_invalid: bool = False,
-    on_progress: Callable[[ProduceStats], None] | None = None, first_line: int = 1,
+    settings: Settings,
+    lines: Sequence[bytes],
+    *,
+    speed: float | None = None,
+    rate: float | None = None,
+    skip_invalid: bool = False,
+    on_progress: Callable[[ProduceStats], None] | None = None,
+    first_line: int = 1,
 ) -> ProduceStats:
     """Send ``lines`` to the raw topic, as fast as possible or paced.
 
@@ -99,9 +107,11 @@ async def produce_lines(
             if delay > 0:
                 await asyncio.sleep(delay)
             key = routing_key(line)
-            pending.append(await producer.send(
-                topic, value=line, key=key.encode() if key else None,
-                headers=[(LINE_HEADER, str(number).encode())]))
+            pending.append(
+                await producer.send(
+                    topic, value=line, key=key.encode() if key else None, headers=[(LINE_HEADER, str(number).encode())]
+                )
+            )
             stats.sent += 1
             stats.bytes += len(line)
             if len(pending) >= 1000:
@@ -120,8 +130,7 @@ async def produce_lines(
     return stats
 
 
-async def _refuse_oversize(producer: AIOKafkaProducer, settings: Settings, line: bytes,
-                           number: int) -> int:
+async def _refuse_oversize(producer: AIOKafkaProducer, settings: Settings, line: bytes, number: int) -> int:
     """A line the broker cannot carry: dead-letter it here, as ingest would
     (its reason by the same checks; the original truncated with its length and
     SHA-256).  A blank one is skipped, as ingest skips it.  Returns 1 if sent."""
@@ -132,20 +141,29 @@ async def _refuse_oversize(producer: AIOKafkaProducer, settings: Settings, line:
     text, encoding = original_text(line)
     topic = settings.topic(T.RAW.name)
     key = bounded(out.student_key)
-    record = truncated(DeadLetter(
-        reason=out.reason, detail=out.detail + " (refused by the producer: the broker cannot carry it)",
-        stage="ingest", original=text, original_encoding=encoding,  # type: ignore[arg-type]
-        source=SourceRef(topic=topic, partition=-1, offset=-1, line=number),
-        event_id=bounded(out.event_id), student_key=key, session_id=bounded(out.session_id),
-        dead_lettered_at=time.time(),
-    ))
-    await producer.send_and_wait(settings.topic(T.DEADLETTER.name), value=encode(record),
-                                 key=key.encode() if key else None)
+    record = truncated(
+        DeadLetter(
+            reason=out.reason,
+            detail=out.detail + " (refused by the producer: the broker cannot carry it)",
+            stage="ingest",
+            original=text,
+            original_encoding=encoding,  # type: ignore[arg-type]
+            source=SourceRef(topic=topic, partition=-1, offset=-1, line=number),
+            event_id=bounded(out.event_id),
+            student_key=key,
+            session_id=bounded(out.session_id),
+            dead_lettered_at=time.time(),
+        )
+    )
+    await producer.send_and_wait(
+        settings.topic(T.DEADLETTER.name), value=encode(record), key=key.encode() if key else None
+    )
     return 1
 
 
-def _delay(number: int, line: bytes, started: float, speed: float | None, rate: float | None,
-           first_recorded: float | None) -> float:
+def _delay(
+    number: int, line: bytes, started: float, speed: float | None, rate: float | None, first_recorded: float | None
+) -> float:
     """Seconds to wait before sending line ``number`` to keep the pace."""
     elapsed = time.perf_counter() - started
     if rate:

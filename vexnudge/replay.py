@@ -51,8 +51,12 @@ class ReplayResult:
 
     def input_report(self, lines: int) -> dict[str, Any]:
         rejected = Counter(d.reason.value for d in self.observed.dead if d.stage == "ingest")
-        return {"lines": lines, "blank_lines": self.blank_lines, "accepted": len(self.observed.events),
-                "rejected": dict(sorted(rejected.items()))}
+        return {
+            "lines": lines,
+            "blank_lines": self.blank_lines,
+            "accepted": len(self.observed.events),
+            "rejected": dict(sorted(rejected.items())),
+        }
 
 
 def horizon_of(lines: list[bytes]) -> float | None:
@@ -103,20 +107,29 @@ async def delete_topics(settings: Settings) -> None:
 
 
 async def replay(
-    settings: Settings, lines: list[bytes], *, report: Report | None = None,
-    timeout_s: float = 600.0, worker: WorkerProcess | None = None,
+    settings: Settings,
+    lines: list[bytes],
+    *,
+    report: Report | None = None,
+    timeout_s: float = 600.0,
+    worker: WorkerProcess | None = None,
 ) -> ReplayResult:
     """Run the whole replay; ``settings`` should already be fresh (unique names)."""
     result, started = ReplayResult(), time.perf_counter()
     result.blank_lines = sum(1 for line in lines if not line.strip())
     result.horizon = horizon_of(lines)
     await ensure_topics(settings)
-    worker = worker or WorkerProcess(settings.app_id, settings.topic_prefix, clock="replay",
-                                     extra_args=["--commit-interval", "0.2"]).start()
+    worker = (
+        worker
+        or WorkerProcess(
+            settings.app_id, settings.topic_prefix, clock="replay", extra_args=["--commit-interval", "0.2"]
+        ).start()
+    )
     try:
-        step = (lambda name: (lambda done, total: report(name, done, total))) if report else (lambda _n: None)
-        result.produce = await produce_lines(settings, lines, on_progress=lambda s: report and report(
-            "produce", s.lines, len(lines)))
+        step = (lambda name: lambda done, total: report(name, done, total)) if report else (lambda _n: None)
+        result.produce = await produce_lines(
+            settings, lines, on_progress=lambda s: report and report("produce", s.lines, len(lines))
+        )
         for spec in T.ANALYSIS_INPUTS:
             await _wait(settings, spec, worker, timeout_s, step(f"consume {spec.name}"))
         if result.horizon is not None:
@@ -129,15 +142,16 @@ async def replay(
     return result
 
 
-async def _wait(settings: Settings, spec: T.TopicSpec, worker: WorkerProcess, timeout_s: float,
-                progress: Any) -> None:
-    task = asyncio.ensure_future(wait_consumed(settings, settings.app_id, settings.topic(spec.name),
-                                               timeout_s, progress))
+async def _wait(settings: Settings, spec: T.TopicSpec, worker: WorkerProcess, timeout_s: float, progress: Any) -> None:
+    task = asyncio.ensure_future(
+        wait_consumed(settings, settings.app_id, settings.topic(spec.name), timeout_s, progress)
+    )
     while not task.done():
         if not worker.alive:
             task.cancel()
-            raise RuntimeError(f"the worker exited (code {worker.process and worker.process.returncode}):\n"
-                               f"{worker.log_tail()}")
+            raise RuntimeError(
+                f"the worker exited (code {worker.process and worker.process.returncode}):\n{worker.log_tail()}"
+            )
         await asyncio.sleep(0.2)
     await task
 

@@ -19,9 +19,16 @@ class WorkerProcess(ChildProcess):
     name = "worker"
 
     def __init__(
-        self, app_id: str, topic_prefix: str, clock: str = "live", web_port: int = 0,
-        extra_args: list[str] | None = None, env: dict[str, str] | None = None,
-        log_path: Path | None = None, datadir: Path | None = None, grace_s: float | None = None,
+        self,
+        app_id: str,
+        topic_prefix: str,
+        clock: str = "live",
+        web_port: int = 0,
+        extra_args: list[str] | None = None,
+        env: dict[str, str] | None = None,
+        log_path: Path | None = None,
+        datadir: Path | None = None,
+        grace_s: float | None = None,
     ) -> None:
         super().__init__(grace_s)
         self.app_id, self.topic_prefix, self.clock, self.web_port = app_id, topic_prefix, clock, web_port
@@ -32,9 +39,20 @@ class WorkerProcess(ChildProcess):
     def start(self) -> WorkerProcess:
         """Launch the worker."""
         self.datadir = self.datadir or Path(tempfile.mkdtemp(prefix=f"vexnudge-{self.app_id}-"))
-        args = ["worker", "--app-id", self.app_id, "--topic-prefix", self.topic_prefix,
-                "--clock", self.clock, "--web-port", str(self.web_port),
-                "--datadir", str(self.datadir), *self.extra_args]
+        args = [
+            "worker",
+            "--app-id",
+            self.app_id,
+            "--topic-prefix",
+            self.topic_prefix,
+            "--clock",
+            self.clock,
+            "--web-port",
+            str(self.web_port),
+            "--datadir",
+            str(self.datadir),
+            *self.extra_args,
+        ]
         env = {"SHUTDOWN_GRACE_S": f"{self.grace_s:g}", **self.env}
         self.spawn(args, self.log_path or self.datadir / "worker.log", env)
         return self

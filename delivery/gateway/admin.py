@@ -57,15 +57,19 @@ async def tick(request: web.Request) -> web.Response:
                 pushed.append(_pushed(result.message))
     except _UNAVAILABLE as exc:  # the database (or broker) is down: say so, never a 500
         log.warning("admin tick %s/%s: %s: %s", key, session_id, type(exc).__name__, exc)
-        raise json_error(web.HTTPServiceUnavailable, "unavailable",
-                         "the database or the broker cannot be reached right now; "
-                         "try again (a tick is idempotent)",
-                         {"Retry-After": "5"}) from None
+        raise json_error(
+            web.HTTPServiceUnavailable,
+            "unavailable",
+            "the database or the broker cannot be reached right now; try again (a tick is idempotent)",
+            {"Retry-After": "5"},
+        ) from None
     detected = [to_jsonable(trigger) for trigger in evaluation.triggers]
-    log.info("admin tick %s/%s: %d events, %d detected, %d pushed",
-             key, session_id, len(events), len(detected), len(pushed))
-    return web.json_response({"student_key": key, "session_id": session_id, "events": len(events),
-                              "detected": detected, "pushed": pushed})
+    log.info(
+        "admin tick %s/%s: %d events, %d detected, %d pushed", key, session_id, len(events), len(detected), len(pushed)
+    )
+    return web.json_response(
+        {"student_key": key, "session_id": session_id, "events": len(events), "detected": detected, "pushed": pushed}
+    )
 
 
 async def _tick_body(request: web.Request) -> tuple[str, str]:
@@ -79,14 +83,22 @@ async def _tick_body(request: web.Request) -> tuple[str, str]:
     for name in ("student_id", "session_id"):
         value = body.get(name)
         if not isinstance(value, str) or not value.strip():
-            raise json_error(web.HTTPUnprocessableEntity, f"{name}_invalid",
-                             f"'{name}' is required: a non-empty string")
+            raise json_error(
+                web.HTTPUnprocessableEntity, f"{name}_invalid", f"'{name}' is required: a non-empty string"
+            )
         values.append(value.strip())
     return values[0], values[1]
 
 
 def _pushed(message: FeedbackMessage) -> dict[str, Any]:
-    return {"message_id": message.message_id, "response_id": message.response_id,
-            "origin": message.origin.value, "text": message.text, "trigger_id": message.trigger_id,
-            "trigger_type": message.trigger_type, "feedback_classes": list(message.feedback_classes),
-            "model": message.model, "created_at": iso(message.created_at)}
+    return {
+        "message_id": message.message_id,
+        "response_id": message.response_id,
+        "origin": message.origin.value,
+        "text": message.text,
+        "trigger_id": message.trigger_id,
+        "trigger_type": message.trigger_type,
+        "feedback_classes": list(message.feedback_classes),
+        "model": message.model,
+        "created_at": iso(message.created_at),
+    }

@@ -42,7 +42,7 @@ _PAGE_HEADERS = {
     "Referrer-Policy": "no-referrer",
     "X-Content-Type-Options": "nosniff",
     "Content-Security-Policy": "default-src 'self'; connect-src 'self'; img-src 'self' data:; "
-                               "style-src 'self'; script-src 'self'; frame-ancestors 'none'",
+    "style-src 'self'; script-src 'self'; frame-ancestors 'none'",
 }
 
 
@@ -52,16 +52,18 @@ class ConfigurationError(ValueError):
 
 def secrets_of(settings: Settings) -> tuple[bytes, str]:
     """The token secret and the admin token, or a clear refusal (missing or short)."""
-    problems = [tokens.weak_secret(name, value.get_secret_value() if value is not None else None)
-                for name, value in (("TOKEN_SECRET", settings.token_secret),
-                                    ("ADMIN_TOKEN", settings.admin_token))]
+    problems = [
+        tokens.weak_secret(name, value.get_secret_value() if value is not None else None)
+        for name, value in (("TOKEN_SECRET", settings.token_secret), ("ADMIN_TOKEN", settings.admin_token))
+    ]
     found = [p for p in problems if p is not None]
     if found:
         raise ConfigurationError(
             f"{'; '.join(found)}. Each must be at least {tokens.MIN_SECRET_BYTES} random bytes "
             "(a short TOKEN_SECRET is guessed from a single student link; students' links are "
             "signed with it and the admin routes need ADMIN_TOKEN). "
-            f"Make one with: {tokens.MAKE_SECRET}")
+            f"Make one with: {tokens.MAKE_SECRET}"
+        )
     assert settings.token_secret is not None and settings.admin_token is not None
     return settings.token_secret.get_secret_value().encode(), settings.admin_token.get_secret_value()
 
@@ -70,16 +72,24 @@ def build_app(settings: Settings, *, with_clients: bool = True) -> web.Applicati
     """The gateway app.  ``with_clients=False`` skips Kafka and Postgres (unit tests)."""
     secret, admin_token = secrets_of(settings)
     metrics = GatewayMetrics()
-    auth = Authenticator(secret, admin_token, metrics, max_ttl_s=settings.token_max_ttl_s,
-                         board_ttl_s=settings.board_token_ttl_s)
-    gw = state.Gateway(settings=settings, metrics=metrics, auth=auth,
-                       hub=Hub[Outgoing](settings.sse_client_queue,
-                                         on_drop=lambda sub: metrics.dropped.labels(sub.kind).inc()),
-                       slots=StreamSlots(settings.sse_max_streams_per_token, settings.sse_max_streams,
-                                         on_evict=lambda slot: metrics.limited.labels("stream_evicted").inc()),
-                       questions=QuestionLimiter(settings.question_rate_limit))
-    app = web.Application(client_max_size=64 * 1024,
-                          handler_args={"keepalive_timeout": settings.gateway_request_timeout_s})
+    auth = Authenticator(
+        secret, admin_token, metrics, max_ttl_s=settings.token_max_ttl_s, board_ttl_s=settings.board_token_ttl_s
+    )
+    gw = state.Gateway(
+        settings=settings,
+        metrics=metrics,
+        auth=auth,
+        hub=Hub[Outgoing](settings.sse_client_queue, on_drop=lambda sub: metrics.dropped.labels(sub.kind).inc()),
+        slots=StreamSlots(
+            settings.sse_max_streams_per_token,
+            settings.sse_max_streams,
+            on_evict=lambda slot: metrics.limited.labels("stream_evicted").inc(),
+        ),
+        questions=QuestionLimiter(settings.question_rate_limit),
+    )
+    app = web.Application(
+        client_max_size=64 * 1024, handler_args={"keepalive_timeout": settings.gateway_request_timeout_s}
+    )
     app[state.GATEWAY] = gw
     app[state.STREAMS] = set()
     if with_clients:
@@ -119,20 +129,30 @@ async def healthz(request: web.Request) -> web.Response:
     except Exception:  # noqa: BLE001 - any failure means "not reachable"
         db = False
     ok = kafka and db
-    body = {"status": "ok" if ok else "unavailable", "kafka_consumer": kafka, "database": db,
-            "open_streams": len(request.app[state.STREAMS])}
+    body = {
+        "status": "ok" if ok else "unavailable",
+        "kafka_consumer": kafka,
+        "database": db,
+        "open_streams": len(request.app[state.STREAMS]),
+    }
     return web.json_response(body, status=200 if ok else 503)
 
 
 async def metrics_view(request: web.Request) -> web.Response:
     gw = request.app[state.GATEWAY]
-    return web.Response(body=gw.metrics.render(),
-                        headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"})
+    return web.Response(body=gw.metrics.render(), headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"})
 
 
 def run(settings: Settings) -> None:
     """Serve until SIGINT/SIGTERM (``vexnudge gateway``)."""
     app = build_app(settings)
     log.info("gateway: starting on http://%s:%d", settings.gateway_host, settings.gateway_port)
-    web.run_app(app, host=settings.gateway_host, port=settings.gateway_port,
-                shutdown_timeout=5.0, access_log=None, print=None, handle_signals=True)
+    web.run_app(
+        app,
+        host=settings.gateway_host,
+        port=settings.gateway_port,
+        shutdown_timeout=5.0,
+        access_log=None,
+        print=None,
+        handle_signals=True,
+    )

@@ -34,14 +34,17 @@ _DETAILS = {
     tokens.TokenProblem.BAD_SIGNATURE: "the token's signature does not match",
     tokens.TokenProblem.EXPIRED: "the token has expired; ask your teacher for a new link",
     tokens.TokenProblem.TOO_LONG_LIVED: "the token was signed for longer than the gateway allows "
-                                        "(TOKEN_MAX_TTL_S); ask your teacher for a new link",
+    "(TOKEN_MAX_TTL_S); ask your teacher for a new link",
 }
-_IN_QUERY = ("the admin token is accepted only as an Authorization: Bearer header, never in an "
-             "address; the board's stream takes a board token from POST /admin/board/token")
+_IN_QUERY = (
+    "the admin token is accepted only as an Authorization: Bearer header, never in an "
+    "address; the board's stream takes a board token from POST /admin/board/token"
+)
 
 
-def json_error(status: type[web.HTTPException], code: str, detail: str,
-               headers: dict[str, str] | None = None) -> web.HTTPException:
+def json_error(
+    status: type[web.HTTPException], code: str, detail: str, headers: dict[str, str] | None = None
+) -> web.HTTPException:
     """An aiohttp HTTP exception with a JSON body."""
     body = orjson.dumps({"error": code, "detail": detail})
     return status(body=body, content_type="application/json", headers=headers)
@@ -67,9 +70,16 @@ class Authenticator:
     :raises ValueError: a secret shorter than :data:`tokens.MIN_SECRET_BYTES`.
     """
 
-    def __init__(self, token_secret: bytes, admin_token: str, metrics: GatewayMetrics, *,
-                 max_ttl_s: float | None = None, board_ttl_s: float = 120.0,
-                 clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        token_secret: bytes,
+        admin_token: str,
+        metrics: GatewayMetrics,
+        *,
+        max_ttl_s: float | None = None,
+        board_ttl_s: float = 120.0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         for name, value in (("TOKEN_SECRET", token_secret), ("ADMIN_TOKEN", admin_token)):
             problem = tokens.weak_secret(name, value)
             if problem is not None:
@@ -93,10 +103,10 @@ class Authenticator:
             claims = tokens.verify(self._secret, raw, now=self._clock(), max_ttl_s=self._max_ttl_s)
         except tokens.TokenError as exc:
             raise self._refuse(web.HTTPUnauthorized, exc.problem.value, _DETAILS[exc.problem]) from None
-        if not hmac.compare_digest(claims.student_key.encode(),
-                                   tokens.canonical_key(path_student).encode("utf-8", "replace")):
-            raise self._refuse(web.HTTPForbidden, "token_other_student",
-                               "this token is for another student")
+        if not hmac.compare_digest(
+            claims.student_key.encode(), tokens.canonical_key(path_student).encode("utf-8", "replace")
+        ):
+            raise self._refuse(web.HTTPForbidden, "token_other_student", "this token is for another student")
         return claims
 
     def admin(self, request: web.Request) -> None:
@@ -105,8 +115,9 @@ class Authenticator:
             raise self._refuse(web.HTTPUnauthorized, "admin_token_in_query", _IN_QUERY)
         raw = bearer(request)
         if not raw:
-            raise self._refuse(web.HTTPUnauthorized, "admin_token_missing",
-                               "the admin token is required (Authorization: Bearer)")
+            raise self._refuse(
+                web.HTTPUnauthorized, "admin_token_missing", "the admin token is required (Authorization: Bearer)"
+            )
         if not hmac.compare_digest(raw.encode("utf-8", "replace"), self._admin):
             raise self._refuse(web.HTTPUnauthorized, "admin_token_invalid", "the admin token is not valid")
 
@@ -125,11 +136,14 @@ class Authenticator:
             self.admin(request)
             return "board:admin"
         try:
-            claims = tokens.verify_board(self._admin, request.query.get("board_token"),
-                                         now=self._clock(), max_ttl_s=self.board_ttl_s)
+            claims = tokens.verify_board(
+                self._admin, request.query.get("board_token"), now=self._clock(), max_ttl_s=self.board_ttl_s
+            )
         except tokens.TokenError as exc:
             code = f"board_{exc.problem.value}"
-            raise self._refuse(web.HTTPUnauthorized, code,
-                               "the board token is not valid (expired?); the board page gets "
-                               "a new one from POST /admin/board/token") from None
+            raise self._refuse(
+                web.HTTPUnauthorized,
+                code,
+                "the board token is not valid (expired?); the board page gets a new one from POST /admin/board/token",
+            ) from None
         return f"board:{claims.nonce}"

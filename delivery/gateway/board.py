@@ -39,8 +39,7 @@ async def board_token(request: web.Request) -> web.Response:
     gw = request.app[GATEWAY]
     gw.auth.admin(request)
     token, expires_at = gw.auth.mint_board()
-    return web.json_response({"token": token, "expires_at": expires_at},
-                             headers={"Cache-Control": "no-store"})
+    return web.json_response({"token": token, "expires_at": expires_at}, headers={"Cache-Control": "no-store"})
 
 
 async def board_stream(request: web.Request) -> web.StreamResponse:
@@ -56,17 +55,14 @@ async def board_stream(request: web.Request) -> web.StreamResponse:
         slot.attach(out)
         register_stream(request.app, out)
         rows = await store.board_snapshot(gw.need_pool(), SNAPSHOT_LIMIT)
-        await out.write(P.board_frame(P.BOARD_SNAPSHOT, {"triggers": rows}),
-                        gw.settings.sse_write_timeout_s)
+        await out.write(P.board_frame(P.BOARD_SNAPSHOT, {"triggers": rows}), gw.settings.sse_write_timeout_s)
         await _pump(gw, out, sub)
         if slot.evicted:
-            await out.write(P.evicted_frame(gw.settings.sse_max_streams_per_token),
-                            gw.settings.sse_write_timeout_s)
+            await out.write(P.evicted_frame(gw.settings.sse_max_streams_per_token), gw.settings.sse_write_timeout_s)
     except (ConnectionResetError, TimeoutError) as exc:
         if isinstance(exc, TimeoutError):
             gw.metrics.dropped.labels("board").inc()
-            log.warning("dropping slow board client: a write took over %.0f s",
-                        gw.settings.sse_write_timeout_s)
+            log.warning("dropping slow board client: a write took over %.0f s", gw.settings.sse_write_timeout_s)
     finally:
         gw.slots.give_back(slot)
         gw.hub.unsubscribe(sub)

@@ -56,8 +56,7 @@ class Slot:
 class StreamSlots:
     """Per-key and total caps on open streams (oldest of a key evicted first)."""
 
-    def __init__(self, per_key: int, total: int,
-                 on_evict: Callable[[Slot], None] | None = None) -> None:
+    def __init__(self, per_key: int, total: int, on_evict: Callable[[Slot], None] | None = None) -> None:
         if per_key < 1 or total < 1:
             raise ValueError("stream caps must be at least 1")
         self.per_key, self.total = per_key, total

@@ -78,14 +78,14 @@ class SseParser:
         if not self._data:
             self._event, self._has_id = "", False
             return None
-        event = SseEvent(self._event or "message", "\n".join(self._data),
-                         self._id if self._has_id else None)
+        event = SseEvent(self._event or "message", "\n".join(self._data), self._id if self._has_id else None)
         self._data, self._event, self._has_id = [], "", False
         return event
 
 
-async def events(response: aiohttp.ClientResponse, parser: SseParser | None = None,
-                 *, comments: bool = False) -> AsyncIterator[SseEvent]:
+async def events(
+    response: aiohttp.ClientResponse, parser: SseParser | None = None, *, comments: bool = False
+) -> AsyncIterator[SseEvent]:
     """The events of an open streaming response, as they arrive."""
     parser = parser or SseParser()
     async for chunk in response.content.iter_any():

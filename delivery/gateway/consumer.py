@@ -40,8 +40,9 @@ CONSUMED = (T.FEEDBACK.name, T.TRIGGERS.name, T.NUDGE_OUTCOMES.name)
 class FeedConsumer:
     """Reads the three topics and publishes rendered frames to the hub."""
 
-    def __init__(self, settings: Settings, hub: Hub[P.Outgoing], metrics: GatewayMetrics,
-                 clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self, settings: Settings, hub: Hub[P.Outgoing], metrics: GatewayMetrics, clock: Callable[[], float] = time.time
+    ) -> None:
         self.settings, self.hub, self.metrics, self.clock = settings, hub, metrics, clock
         self._names = {settings.topic(name): name for name in CONSUMED}
         self._consumer: AIOKafkaConsumer | None = None
@@ -52,14 +53,17 @@ class FeedConsumer:
     async def start(self) -> None:
         """Connect, assign every partition at its end, start the poll loop."""
         consumer = AIOKafkaConsumer(
-            bootstrap_servers=self.settings.kafka_bootstrap_servers, group_id=None,
-            enable_auto_commit=False, auto_offset_reset="latest", fetch_max_wait_ms=100,
-            max_poll_records=1000, client_id="vexnudge-gateway",
+            bootstrap_servers=self.settings.kafka_bootstrap_servers,
+            group_id=None,
+            enable_auto_commit=False,
+            auto_offset_reset="latest",
+            fetch_max_wait_ms=100,
+            max_poll_records=1000,
+            client_id="vexnudge-gateway",
         )
         await consumer.start()
         try:
-            tps = [TopicPartition(topic, p) for topic in self._names
-                   for p in await self._partitions(consumer, topic)]
+            tps = [TopicPartition(topic, p) for topic in self._names for p in await self._partitions(consumer, topic)]
             consumer.assign(tps)
             await consumer.seek_to_end(*tps)
             for tp in tps:  # resolve positions now, so nothing published after start is skipped
@@ -93,8 +97,7 @@ class FeedConsumer:
     @property
     def running(self) -> bool:
         """The loop is alive and polled recently."""
-        return (self._task is not None and not self._task.done()
-                and self.clock() - self.last_poll < 30.0)
+        return self._task is not None and not self._task.done() and self.clock() - self.last_poll < 30.0
 
     async def _run(self) -> None:
         assert self._consumer is not None
@@ -127,8 +130,13 @@ class FeedConsumer:
                 self.hub.publish(BOARD, P.board_outgoing(P.BOARD_OUTCOME, P.board_outcome(outcome)))
         except SchemaError as exc:
             self.metrics.bad_records.labels(name).inc()
-            log.warning("gateway consumer: skipping a bad record on %s [%d@%d]: %s",
-                        record.topic, record.partition, record.offset, exc)
+            log.warning(
+                "gateway consumer: skipping a bad record on %s [%d@%d]: %s",
+                record.topic,
+                record.partition,
+                record.offset,
+                exc,
+            )
 
     def _on_message(self, message: FeedbackMessage) -> None:
         view = P.MessageView.from_record(message)

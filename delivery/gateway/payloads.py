@@ -59,8 +59,19 @@ class MessageView:
 
     @classmethod
     def from_record(cls, m: FeedbackMessage) -> MessageView:
-        return cls(m.message_id, m.response_id, m.student_key, m.session_id, m.role, m.origin.value,
-                   m.text, m.created_at, tuple(m.feedback_classes), m.model, m.trigger_id)
+        return cls(
+            m.message_id,
+            m.response_id,
+            m.student_key,
+            m.session_id,
+            m.role,
+            m.origin.value,
+            m.text,
+            m.created_at,
+            tuple(m.feedback_classes),
+            m.model,
+            m.trigger_id,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,8 +120,9 @@ def student_frame(m: MessageView, event_id: int | None = None, *, held: bool = F
     """
     if held:
         return sse.frame(_json(student_payload(m)), event=student_event(m))
-    return sse.frame(_json(student_payload(m)), event=student_event(m),
-                     event_id=m.message_id if event_id is None else event_id)
+    return sse.frame(
+        _json(student_payload(m)), event=student_event(m), event_id=m.message_id if event_id is None else event_id
+    )
 
 
 def student_outgoing(m: MessageView) -> Outgoing:
@@ -128,8 +140,9 @@ def ready_frame(replayed: int, cursor: int | None, *, history: bool = True) -> b
     ``history=False``: the history could not be read; it follows later in a
     ``history`` event, and frames carry no ``id:`` until then.
     """
-    return sse.frame(_json({"replayed": replayed, "cursor": cursor,
-                            "history": "complete" if history else "pending"}), event=READY)
+    return sse.frame(
+        _json({"replayed": replayed, "cursor": cursor, "history": "complete" if history else "pending"}), event=READY
+    )
 
 
 def history_frame(replayed: int, cursor: int | None) -> bytes:
@@ -142,9 +155,12 @@ def history_frame(replayed: int, cursor: int | None) -> bytes:
 
 def evicted_frame(limit: int) -> bytes:
     """The last frame of a stream closed because its token opened too many."""
-    return sse.frame(_json({"reason": "too_many_streams", "limit": limit,
-                            "detail": "this conversation was opened in another window"}),
-                     event=EVICTED)
+    return sse.frame(
+        _json(
+            {"reason": "too_many_streams", "limit": limit, "detail": "this conversation was opened in another window"}
+        ),
+        event=EVICTED,
+    )
 
 
 # --- teacher board ----------------------------------------------------------------

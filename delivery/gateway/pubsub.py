@@ -100,8 +100,11 @@ class Hub(Generic[T]):
         sub.interrupt()
         if sub.on_drop is not None:
             sub.on_drop()
-        log.warning("dropping slow SSE client %s: %d items waiting (queue full); "
-                    "it will reconnect and resume", sub.label or "?", self.queue_size)
+        log.warning(
+            "dropping slow SSE client %s: %d items waiting (queue full); it will reconnect and resume",
+            sub.label or "?",
+            self.queue_size,
+        )
         if self._on_drop is not None:
             self._on_drop(sub)
 

@@ -63,20 +63,30 @@ async def post_message(request: web.Request) -> web.Response:
     try:
         if not await _is_retry(gw, request, request_id):
             await _check_limits(gw, key)
-        saved = await store.store_question(gw.need_service(), request_id=request_id, student_key=key,
-                                           session_id=session_id, text=text)
-        await publish_question(gw, saved.request_id, saved.message, student.strip(),
-                               echo=saved.new_message or not await store.is_published(
-                                   gw.need_pool(), saved.message.message_id))
+        saved = await store.store_question(
+            gw.need_service(), request_id=request_id, student_key=key, session_id=session_id, text=text
+        )
+        await publish_question(
+            gw,
+            saved.request_id,
+            saved.message,
+            student.strip(),
+            echo=saved.new_message or not await store.is_published(gw.need_pool(), saved.message.message_id),
+        )
     except _UNAVAILABLE as exc:
         log.warning("question %s not accepted: %s: %s", request_id, type(exc).__name__, exc)
-        raise json_error(web.HTTPServiceUnavailable, "unavailable",
-                         "the question could not be taken right now; send it again "
-                         "(with the same Idempotency-Key it is stored only once)",
-                         {"Retry-After": "5"}) from None
+        raise json_error(
+            web.HTTPServiceUnavailable,
+            "unavailable",
+            "the question could not be taken right now; send it again "
+            "(with the same Idempotency-Key it is stored only once)",
+            {"Retry-After": "5"},
+        ) from None
     gw.metrics.questions.labels("new" if saved.new_request else "repeat").inc()
-    return web.json_response({"request_id": request_id, "message_id": saved.message.message_id,
-                              "duplicate": not saved.new_request}, status=202)
+    return web.json_response(
+        {"request_id": request_id, "message_id": saved.message.message_id, "duplicate": not saved.new_request},
+        status=202,
+    )
 
 
 async def _is_retry(gw: Gateway, request: web.Request, request_id: str) -> bool:
@@ -91,31 +101,48 @@ async def _check_limits(gw: Gateway, key: str) -> None:
     wait_s = await gw.questions.take(key)
     if wait_s is not None:
         gw.metrics.limited.labels("question_rate").inc()
-        raise json_error(web.HTTPTooManyRequests, "too_many_questions",
-                         f"that is a lot of questions in a short time; ask again in {wait_s:.0f} s",
-                         {"Retry-After": str(int(wait_s))})
+        raise json_error(
+            web.HTTPTooManyRequests,
+            "too_many_questions",
+            f"that is a lot of questions in a short time; ask again in {wait_s:.0f} s",
+            {"Retry-After": str(int(wait_s))},
+        )
     cap = gw.settings.question_max_pending
     if await store.pending_count(gw.need_pool(), key) >= cap:
         gw.metrics.limited.labels("question_pending").inc()
-        raise json_error(web.HTTPTooManyRequests, "too_many_pending",
-                         f"you have {cap} questions waiting for an answer; "
-                         "ask again when one is answered",
-                         {"Retry-After": str(PENDING_RETRY_AFTER_S)})
+        raise json_error(
+            web.HTTPTooManyRequests,
+            "too_many_pending",
+            f"you have {cap} questions waiting for an answer; ask again when one is answered",
+            {"Retry-After": str(PENDING_RETRY_AFTER_S)},
+        )
 
 
-async def publish_question(gw: Gateway, request_id: str, message: MessageView,
-                           student_id: str, *, echo: bool) -> None:
+async def publish_question(gw: Gateway, request_id: str, message: MessageView, student_id: str, *, echo: bool) -> None:
     """The question to ``vex.chat.requests``; with ``echo``, its student message to
     ``vex.feedback`` too, then marked published."""
     producer, key = gw.need_producer(), message.student_key
-    chat = ChatRequest(request_id=request_id, student_key=key, student_id=student_id,
-                       session_id=message.session_id, text=message.text, ts=time.time())
+    chat = ChatRequest(
+        request_id=request_id,
+        student_key=key,
+        student_id=student_id,
+        session_id=message.session_id,
+        text=message.text,
+        ts=time.time(),
+    )
     await producer.send_and_wait(gw.settings.topic(T.CHAT_REQUESTS.name), encode(chat), key=key.encode())
     if echo:
         m = message
-        record = FeedbackMessage(message_id=m.message_id, response_id=m.response_id, student_key=key,
-                                 session_id=m.session_id, role="student", origin=Lane.REACTIVE,
-                                 text=m.text, created_at=m.created_ts)
+        record = FeedbackMessage(
+            message_id=m.message_id,
+            response_id=m.response_id,
+            student_key=key,
+            session_id=m.session_id,
+            role="student",
+            origin=Lane.REACTIVE,
+            text=m.text,
+            created_at=m.created_ts,
+        )
         await producer.send_and_wait(gw.settings.topic(T.FEEDBACK.name), encode(record), key=key.encode())
         await store.mark_published(gw.need_pool(), m.message_id)
 
@@ -129,14 +156,24 @@ async def republish_once(gw: Gateway, *, older_than_s: float, limit: int = SWEEP
     done = 0
     for q in await store.unpublished_questions(gw.need_pool(), older_than_s=older_than_s, limit=limit):
         message = MessageView(
-            message_id=q.message_id, response_id=q.request_id, student_key=q.student_key,
-            session_id=q.session_id, role="student", origin="reactive", text=q.text,
-            created_ts=q.created_ts)
+            message_id=q.message_id,
+            response_id=q.request_id,
+            student_key=q.student_key,
+            session_id=q.session_id,
+            role="student",
+            origin="reactive",
+            text=q.text,
+            created_ts=q.created_ts,
+        )
         try:
             await publish_question(gw, q.request_id, message, q.student_key, echo=True)
         except _UNAVAILABLE as exc:
-            log.warning("re-publishing question %s failed (next sweep tries again): %s: %s",
-                        q.request_id, type(exc).__name__, exc)
+            log.warning(
+                "re-publishing question %s failed (next sweep tries again): %s: %s",
+                q.request_id,
+                type(exc).__name__,
+                exc,
+            )
             gw.metrics.republished.labels("failed").inc()
             break
         gw.metrics.republished.labels("published").inc()
@@ -152,8 +189,7 @@ async def republish_sweep(gw: Gateway) -> None:
         try:
             count = await republish_once(gw, older_than_s=period)
         except _UNAVAILABLE as exc:
-            log.warning("question re-publish sweep: the database is unavailable: %s: %s",
-                        type(exc).__name__, exc)
+            log.warning("question re-publish sweep: the database is unavailable: %s: %s", type(exc).__name__, exc)
             continue
         except Exception:  # the sweep must outlive one bad pass; the next one tries again
             log.exception("question re-publish sweep: a pass failed")
@@ -172,9 +208,12 @@ async def _question_body(request: web.Request, timeout_s: float) -> tuple[str, s
             raw = await request.read()
     except TimeoutError:
         request.app[GATEWAY].metrics.limited.labels("request_timeout").inc()
-        raise json_error(web.HTTPRequestTimeout, "request_timeout",
-                         f"the request body did not arrive within {timeout_s:g} s",
-                         {"Connection": "close"}) from None
+        raise json_error(
+            web.HTTPRequestTimeout,
+            "request_timeout",
+            f"the request body did not arrive within {timeout_s:g} s",
+            {"Connection": "close"},
+        ) from None
     try:
         body = orjson.loads(raw)
     except orjson.JSONDecodeError:
@@ -190,13 +229,19 @@ async def _question_body(request: web.Request, timeout_s: float) -> tuple[str, s
     if not text:
         raise json_error(web.HTTPUnprocessableEntity, "text_empty", "the question is empty")
     if len(text) > MAX_QUESTION_CHARS:
-        raise json_error(web.HTTPUnprocessableEntity, "text_too_long",
-                         f"a question has at most {MAX_QUESTION_CHARS} characters (got {len(text)})")
-    if session_id is not None and (not isinstance(session_id, str) or not session_id.strip()
-                                   or len(session_id) > MAX_SESSION_ID_CHARS):
-        raise json_error(web.HTTPUnprocessableEntity, "session_id_invalid",
-                         "'session_id' must be a non-empty string of at most "
-                         f"{MAX_SESSION_ID_CHARS} characters")
+        raise json_error(
+            web.HTTPUnprocessableEntity,
+            "text_too_long",
+            f"a question has at most {MAX_QUESTION_CHARS} characters (got {len(text)})",
+        )
+    if session_id is not None and (
+        not isinstance(session_id, str) or not session_id.strip() or len(session_id) > MAX_SESSION_ID_CHARS
+    ):
+        raise json_error(
+            web.HTTPUnprocessableEntity,
+            "session_id_invalid",
+            f"'session_id' must be a non-empty string of at most {MAX_SESSION_ID_CHARS} characters",
+        )
     return text, session_id.strip() if isinstance(session_id, str) else None
 
 
@@ -207,8 +252,11 @@ def _request_id(request: web.Request, student_key: str) -> str:
         return str(uuid.uuid4())
     key = key.strip()
     if not key or len(key) > MAX_IDEMPOTENCY_KEY_CHARS or not key.isprintable():
-        raise json_error(web.HTTPBadRequest, "bad_idempotency_key",
-                         f"Idempotency-Key must be 1..{MAX_IDEMPOTENCY_KEY_CHARS} printable characters")
+        raise json_error(
+            web.HTTPBadRequest,
+            "bad_idempotency_key",
+            f"Idempotency-Key must be 1..{MAX_IDEMPOTENCY_KEY_CHARS} printable characters",
+        )
     return derived_id("chat-request", student_key, key)
 
 

@@ -76,8 +76,7 @@ class Gateway:
     async def publish_feedback(self, record: FeedbackMessage | NudgeOutcome) -> None:
         """The feedback service's publisher: a record to its topic, keyed by the student."""
         topic = self.settings.topic(T.home_of(type(record)).name)
-        await self.need_producer().send_and_wait(topic, encode(record),
-                                                 key=record.student_key.encode())
+        await self.need_producer().send_and_wait(topic, encode(record), key=record.student_key.encode())
 
 
 GATEWAY: web.AppKey[Gateway] = web.AppKey("gateway", Gateway)
@@ -98,9 +97,12 @@ def admit_stream(gw: Gateway, key: str, kind: str) -> Slot:
     except StreamsFull as exc:
         gw.metrics.limited.labels("streams_total").inc()
         log.warning("refusing a %s stream: %s", kind, exc)
-        raise json_error(web.HTTPServiceUnavailable, "too_many_streams",
-                         "this gateway serves as many streams as it may; try again shortly",
-                         {"Retry-After": str(FULL_RETRY_AFTER_S)}) from None
+        raise json_error(
+            web.HTTPServiceUnavailable,
+            "too_many_streams",
+            "this gateway serves as many streams as it may; try again shortly",
+            {"Retry-After": str(FULL_RETRY_AFTER_S)},
+        ) from None
 
 
 def register_stream(app: web.Application, stream: OpenStream) -> None:
@@ -125,16 +127,15 @@ async def clients_ctx(app: web.Application) -> AsyncIterator[None]:
     s = gw.settings
     await ensure_topics(s, [s.topic(name) for name in (*CONSUMED, T.CHAT_REQUESTS.name)])
     gw.pool = await create_pool(s)
-    gw.producer = AIOKafkaProducer(bootstrap_servers=s.kafka_bootstrap_servers,
-                                   enable_idempotence=True, linger_ms=0,
-                                   client_id="vexnudge-gateway")
+    gw.producer = AIOKafkaProducer(
+        bootstrap_servers=s.kafka_bootstrap_servers, enable_idempotence=True, linger_ms=0, client_id="vexnudge-gateway"
+    )
     gw.consumer = FeedConsumer(s, gw.hub, gw.metrics)
     gw.service = service = build_service(s, gw.pool, gw.publish_feedback)
     try:
         await gw.producer.start()
         await gw.consumer.start()
-        log.info("gateway: ready; consuming %s from their end",
-                 ", ".join(s.topic(n) for n in CONSUMED))
+        log.info("gateway: ready; consuming %s from their end", ", ".join(s.topic(n) for n in CONSUMED))
         yield
     finally:
         for close in reversed(gw.closers):

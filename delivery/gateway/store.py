@@ -59,18 +59,34 @@ limit $1
 def view_of(row: repo_messages.MessageRow) -> MessageView:
     """A repository message row as a view."""
     return MessageView(
-        message_id=row.id, response_id=row.response_id, student_key=row.student_key,
-        session_id=row.session_id, role=row.role, origin=str(row.origin.value), text=row.text,
-        created_ts=row.created_at, feedback_classes=row.classes, model=row.model,
-        trigger_id=row.trigger_id)
+        message_id=row.id,
+        response_id=row.response_id,
+        student_key=row.student_key,
+        session_id=row.session_id,
+        role=row.role,
+        origin=str(row.origin.value),
+        text=row.text,
+        created_ts=row.created_at,
+        feedback_classes=row.classes,
+        model=row.model,
+        trigger_id=row.trigger_id,
+    )
 
 
 def _view_of_record(r: asyncpg.Record) -> MessageView:
     return MessageView(
-        message_id=r["id"], response_id=r["response_id"], student_key=r["student_key"],
-        session_id=r["session_id"], role=r["role"], origin=r["origin"], text=r["message_text"],
-        created_ts=r["created_at"].timestamp(), feedback_classes=tuple(r["feedback_classes"] or ()),
-        model=r["model"], trigger_id=r["trigger_id"])
+        message_id=r["id"],
+        response_id=r["response_id"],
+        student_key=r["student_key"],
+        session_id=r["session_id"],
+        role=r["role"],
+        origin=r["origin"],
+        text=r["message_text"],
+        created_ts=r["created_at"].timestamp(),
+        feedback_classes=tuple(r["feedback_classes"] or ()),
+        model=r["model"],
+        trigger_id=r["trigger_id"],
+    )
 
 
 async def replay_page(pool: asyncpg.Pool, student_key: str, after_id: int) -> list[MessageView]:
@@ -79,8 +95,9 @@ async def replay_page(pool: asyncpg.Pool, student_key: str, after_id: int) -> li
     return [view_of(row) for row in rows]
 
 
-async def history_since(pool: asyncpg.Pool, student_key: str, since: datetime,
-                        limit: int = REPLAY_PAGE) -> list[MessageView]:
+async def history_since(
+    pool: asyncpg.Pool, student_key: str, since: datetime, limit: int = REPLAY_PAGE
+) -> list[MessageView]:
     """The student's messages created at or after ``since`` (oldest first, capped)."""
     rows = await pool.fetch(_SINCE, student_key, since, limit)
     return [_view_of_record(row) for row in rows]
@@ -96,20 +113,28 @@ class StoredQuestion:
     new_message: bool
 
 
-async def store_question(service: FeedbackService, *, request_id: str, student_key: str,
-                         session_id: str | None, text: str) -> StoredQuestion:
+async def store_question(
+    service: FeedbackService, *, request_id: str, student_key: str, session_id: str | None, text: str
+) -> StoredQuestion:
     """Record the question (chat.requests) and its student message (chat.messages)
     through the feedback service, the one owner of a durable request.
 
     The student message's response id is the request id itself.
     """
-    recorded = await service.record_question(request_id=request_id, student_key=student_key,
-                                             session_id=session_id, text=text)
+    recorded = await service.record_question(
+        request_id=request_id, student_key=student_key, session_id=session_id, text=text
+    )
     stored = recorded.message
     message = MessageView(
-        message_id=int(stored.id), response_id=str(stored.response_id), student_key=student_key,
-        session_id=session_id, role="student", origin="reactive", text=text,
-        created_ts=stored.created_at)
+        message_id=int(stored.id),
+        response_id=str(stored.response_id),
+        student_key=student_key,
+        session_id=session_id,
+        role="student",
+        origin="reactive",
+        text=text,
+        created_ts=stored.created_at,
+    )
     return StoredQuestion(request_id, message, recorded.new_request, stored.inserted)
 
 
@@ -125,18 +150,32 @@ async def board_snapshot(pool: asyncpg.Pool, limit: int = 200) -> list[dict[str,
     for r in await pool.fetch(_BOARD, limit):
         message = None
         if r["message_id"] is not None:
-            message = {"message_id": r["message_id"], "response_id": r["response_id"],
-                       "text": r["message_text"], "created_at": iso(r["message_created_at"].timestamp()),
-                       "feedback_classes": list(r["feedback_classes"] or ()), "model": r["model"]}
+            message = {
+                "message_id": r["message_id"],
+                "response_id": r["response_id"],
+                "text": r["message_text"],
+                "created_at": iso(r["message_created_at"].timestamp()),
+                "feedback_classes": list(r["feedback_classes"] or ()),
+                "model": r["model"],
+            }
         evidence = r["evidence"]
-        out.append({
-            "trigger_id": r["trigger_id"], "student_key": r["student_key"],
-            "session_id": r["session_id"], "type": r["trigger_type"], "detail": r["detail"],
-            "fired_at": iso(r["fired_at"].timestamp()), "run_index": r["run_index"],
-            "alert": r["alert"], "playground": r["playground"],
-            "evidence": evidence if isinstance(evidence, dict) else {},
-            "status": r["status"], "reason": r["reason"], "message": message,
-        })
+        out.append(
+            {
+                "trigger_id": r["trigger_id"],
+                "student_key": r["student_key"],
+                "session_id": r["session_id"],
+                "type": r["trigger_type"],
+                "detail": r["detail"],
+                "fired_at": iso(r["fired_at"].timestamp()),
+                "run_index": r["run_index"],
+                "alert": r["alert"],
+                "playground": r["playground"],
+                "evidence": evidence if isinstance(evidence, dict) else {},
+                "status": r["status"],
+                "reason": r["reason"],
+                "message": message,
+            }
+        )
     return out
 
 
@@ -168,8 +207,9 @@ limit $2
 
 async def question_stored(pool: asyncpg.Pool, request_id: str) -> bool:
     """A question with this request id is stored (a retried POST, not a new question)."""
-    return bool(await pool.fetchval(
-        "select exists(select 1 from chat.requests where request_id = $1)", uuid.UUID(request_id)))
+    return bool(
+        await pool.fetchval("select exists(select 1 from chat.requests where request_id = $1)", uuid.UUID(request_id))
+    )
 
 
 async def pending_count(pool: asyncpg.Pool, student_key: str) -> int:
@@ -179,8 +219,7 @@ async def pending_count(pool: asyncpg.Pool, student_key: str) -> int:
 
 async def is_published(pool: asyncpg.Pool, message_id: int) -> bool:
     """The message was handed to ``vex.feedback``."""
-    return bool(await pool.fetchval(
-        "select published_at is not null from chat.messages where id = $1", message_id))
+    return bool(await pool.fetchval("select published_at is not null from chat.messages where id = $1", message_id))
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,12 +235,20 @@ class UnpublishedQuestion:
     created_ts: float
 
 
-async def unpublished_questions(pool: asyncpg.Pool, *, older_than_s: float,
-                                limit: int = 100) -> list[UnpublishedQuestion]:
+async def unpublished_questions(
+    pool: asyncpg.Pool, *, older_than_s: float, limit: int = 100
+) -> list[UnpublishedQuestion]:
     """Pending questions asked more than ``older_than_s`` ago and never published, oldest first."""
     rows = await pool.fetch(_UNPUBLISHED_QUESTIONS, float(older_than_s), limit)
-    return [UnpublishedQuestion(request_id=r["request_id"], student_key=r["student_key"],
-                                session_id=r["session_id"], text=r["question"],
-                                asked_ts=r["asked_at"].timestamp(), message_id=r["message_id"],
-                                created_ts=r["created_at"].timestamp())
-            for r in rows]
+    return [
+        UnpublishedQuestion(
+            request_id=r["request_id"],
+            student_key=r["student_key"],
+            session_id=r["session_id"],
+            text=r["question"],
+            asked_ts=r["asked_at"].timestamp(),
+            message_id=r["message_id"],
+            created_ts=r["created_at"].timestamp(),
+        )
+        for r in rows
+    ]

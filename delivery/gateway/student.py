@@ -70,7 +70,7 @@ class Delivered:
         """Record ``message_id``; returns the cursor for its frame."""
         self.ids.add(message_id)
         if len(self.ids) > _DELIVERED_CAP:
-            keep = sorted(self.ids)[_DELIVERED_CAP // 2:]
+            keep = sorted(self.ids)[_DELIVERED_CAP // 2 :]
             self.floor = max(self.floor, keep[0] - 1)
             self.ids = set(keep)
         self.cursor = message_id if self.cursor is None else max(self.cursor, message_id)
@@ -99,8 +99,7 @@ def since_param(request: web.Request) -> datetime | None:
             return datetime.fromtimestamp(float(raw), UTC)
         moment = datetime.fromisoformat(raw)
     except (ValueError, OverflowError):
-        raise json_error(web.HTTPBadRequest, "bad_since",
-                         "since must be an ISO 8601 time or epoch seconds") from None
+        raise json_error(web.HTTPBadRequest, "bad_since", "since must be an ISO 8601 time or epoch seconds") from None
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
@@ -151,8 +150,7 @@ class History:
                         self.gw.metrics.replayed.inc()
                 self.pending = self.replay and len(page) >= store.REPLAY_PAGE
         except HistoryUnavailable as exc:
-            log.warning("stream student=%s: history unavailable (%s); live now, history later",
-                        self.key, exc)
+            log.warning("stream student=%s: history unavailable (%s); live now, history later", self.key, exc)
             return False
         return True
 
@@ -169,8 +167,7 @@ async def stream(request: web.Request) -> web.StreamResponse:
     open_stream: sse.OpenStream | None = None
     try:
         response = await sse.open_response(request, gw.settings.sse_retry_ms)
-        open_stream = sse.OpenStream(response, "student", label, asyncio.current_task(),
-                                     wake=sub.interrupt)
+        open_stream = sse.OpenStream(response, "student", label, asyncio.current_task(), wake=sub.interrupt)
         slot.attach(open_stream)
         register_stream(request.app, open_stream)
         delivered = Delivered(cursor)
@@ -178,17 +175,18 @@ async def stream(request: web.Request) -> web.StreamResponse:
         complete = await history.send(open_stream, delivered, hold_ids=False)
         if not complete:
             gw.metrics.history_deferred.inc()
-        await open_stream.write(P.ready_frame(history.sent, delivered.cursor, history=complete),
-                                gw.settings.sse_write_timeout_s)
+        await open_stream.write(
+            P.ready_frame(history.sent, delivered.cursor, history=complete), gw.settings.sse_write_timeout_s
+        )
         await _pump(gw, open_stream, sub, delivered, history)
         if slot.evicted:
-            await open_stream.write(P.evicted_frame(gw.settings.sse_max_streams_per_token),
-                                    gw.settings.sse_write_timeout_s)
+            await open_stream.write(
+                P.evicted_frame(gw.settings.sse_max_streams_per_token), gw.settings.sse_write_timeout_s
+            )
     except (ConnectionResetError, TimeoutError) as exc:
         if isinstance(exc, TimeoutError):
             gw.metrics.dropped.labels("student").inc()
-            log.warning("dropping slow SSE client %s: a write took over %.0f s",
-                        label, gw.settings.sse_write_timeout_s)
+            log.warning("dropping slow SSE client %s: a write took over %.0f s", label, gw.settings.sse_write_timeout_s)
     finally:
         gw.slots.give_back(slot)
         gw.hub.unsubscribe(sub)
@@ -197,8 +195,9 @@ async def stream(request: web.Request) -> web.StreamResponse:
     return response if response is not None else web.Response(status=499)
 
 
-async def _pump(gw: Gateway, out: sse.OpenStream, sub: Subscription[P.Outgoing],
-                delivered: Delivered, history: History) -> None:
+async def _pump(
+    gw: Gateway, out: sse.OpenStream, sub: Subscription[P.Outgoing], delivered: Delivered, history: History
+) -> None:
     """Live items to the client, heartbeats when idle, the deferred history when it
     can be read, until closed or dropped."""
     s = gw.settings
@@ -235,8 +234,7 @@ async def _pump(gw: Gateway, out: sse.OpenStream, sub: Subscription[P.Outgoing],
             _observe(gw, fresh)
 
 
-def _render(items: list[P.Outgoing], delivered: Delivered, *,
-            hold_ids: bool) -> tuple[bytes, list[P.Outgoing]]:
+def _render(items: list[P.Outgoing], delivered: Delivered, *, hold_ids: bool) -> tuple[bytes, list[P.Outgoing]]:
     parts: list[bytes] = []
     fresh: list[P.Outgoing] = []
     for item in items:

@@ -141,12 +141,12 @@ def _check_ttl(ttl_s: float, max_ttl_s: float | None) -> None:
     if ttl_s <= 0:
         raise ValueError("the token lifetime must be positive")
     if max_ttl_s is not None and ttl_s > max_ttl_s:
-        raise ValueError(f"the token lifetime {ttl_s:.0f} s is longer than the maximum "
-                         f"{max_ttl_s:.0f} s (TOKEN_MAX_TTL_S)")
+        raise ValueError(
+            f"the token lifetime {ttl_s:.0f} s is longer than the maximum {max_ttl_s:.0f} s (TOKEN_MAX_TTL_S)"
+        )
 
 
-def issue(secret: bytes, student_id: str, *, ttl_s: float, now: float,
-          max_ttl_s: float | None = None) -> str:
+def issue(secret: bytes, student_id: str, *, ttl_s: float, now: float, max_ttl_s: float | None = None) -> str:
     """A token for ``student_id`` valid for ``ttl_s`` seconds from ``now``.
 
     :raises ValueError: empty secret, empty student id, a non-positive ttl or
@@ -161,8 +161,7 @@ def issue(secret: bytes, student_id: str, *, ttl_s: float, now: float,
     return _sign(secret, VERSION, {"s": key, "iat": int(now), "exp": int(now + ttl_s)})
 
 
-def verify(secret: bytes, token: str | None, *, now: float,
-           max_ttl_s: float | None = None) -> StudentClaims:
+def verify(secret: bytes, token: str | None, *, now: float, max_ttl_s: float | None = None) -> StudentClaims:
     """The claims of a valid, unexpired student token.
 
     :raises TokenError: missing, malformed, wrong signature, expired or
@@ -184,8 +183,7 @@ def issue_board(admin_token: bytes, *, ttl_s: float, now: float) -> str:
     return _sign(_board_key(admin_token), BOARD_VERSION, claims)
 
 
-def verify_board(admin_token: bytes, token: str | None, *, now: float,
-                 max_ttl_s: float) -> BoardClaims:
+def verify_board(admin_token: bytes, token: str | None, *, now: float, max_ttl_s: float) -> BoardClaims:
     """The claims of a valid, unexpired board token.  :raises TokenError: as :func:`verify`."""
     data = _verified_payload(_board_key(admin_token), BOARD_VERSION, token)
     nonce = data.get("n")

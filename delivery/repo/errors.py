@@ -45,21 +45,23 @@ class Disposition(StrEnum):
 
 #: SQLSTATE classes (first two characters) that say "not now" or "not set up":
 #: never the record's fault.
-RETRY_CLASSES: frozenset[str] = frozenset({
-    "08",  # connection exception
-    "53",  # insufficient resources (disk full, out of memory, too many connections)
-    "57",  # operator intervention: query canceled (statement timeout), admin shutdown,
-    #        crash shutdown, cannot connect now
-    "40",  # transaction rollback: serialization failure, deadlock
-    "55",  # object not in prerequisite state: lock not available
-    "58",  # system error (I/O)
-    "XX",  # internal error
-    "28",  # invalid authorization
-    "3D",  # invalid catalog name (no such database)
-    "42",  # syntax error or access rule violation (schema not migrated, no privilege)
-    "25",  # invalid transaction state
-    "26",  # invalid SQL statement name (a prepared statement lost by a pooler)
-})
+RETRY_CLASSES: frozenset[str] = frozenset(
+    {
+        "08",  # connection exception
+        "53",  # insufficient resources (disk full, out of memory, too many connections)
+        "57",  # operator intervention: query canceled (statement timeout), admin shutdown,
+        #        crash shutdown, cannot connect now
+        "40",  # transaction rollback: serialization failure, deadlock
+        "55",  # object not in prerequisite state: lock not available
+        "58",  # system error (I/O)
+        "XX",  # internal error
+        "28",  # invalid authorization
+        "3D",  # invalid catalog name (no such database)
+        "42",  # syntax error or access rule violation (schema not migrated, no privilege)
+        "25",  # invalid transaction state
+        "26",  # invalid SQL statement name (a prepared statement lost by a pooler)
+    }
+)
 
 #: Python exceptions that mean the connection, not the record.
 RETRY_TYPES: tuple[type[BaseException], ...] = (
@@ -123,9 +125,7 @@ class SplitResult(Generic[T]):
     refused: tuple[Refusal[T], ...]
 
 
-async def write_or_split(
-    items: Sequence[T], write: Callable[[Sequence[T]], Awaitable[int]]
-) -> SplitResult[T]:
+async def write_or_split(items: Sequence[T], write: Callable[[Sequence[T]], Awaitable[int]]) -> SplitResult[T]:
     """Write ``items`` in one call; if the database refuses it, one call per item.
 
     ``write`` must be idempotent (a retried batch re-writes what one-by-one

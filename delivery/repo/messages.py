@@ -201,8 +201,7 @@ async def messages_after(
         the ones the stream carries.
     """
     rows = await db.fetch(
-        f"{_SELECT} where m.student_key = $1 and m.id > $2 and m.role = any($3::text[])"
-        " order by m.id limit $4",
+        f"{_SELECT} where m.student_key = $1 and m.id > $2 and m.role = any($3::text[]) order by m.id limit $4",
         storable_text(student_key),
         after_id,
         list(roles),
@@ -240,8 +239,7 @@ async def mark_published(db: Executor, ids: Sequence[int]) -> int:
     if not ids:
         return 0
     status = await db.execute(
-        "update chat.messages set published_at = now()"
-        " where id = any($1::bigint[]) and published_at is null",
+        "update chat.messages set published_at = now() where id = any($1::bigint[]) and published_at is null",
         list(ids),
     )
     return rows_affected(status)

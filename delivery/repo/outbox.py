@@ -77,8 +77,14 @@ async def record_question(
     """
     new = await requests.record_question(conn, qid, student_key, session_id, text)
     stored = await messages.insert_message(
-        conn, response_id=qid, student_key=student_key, session_id=session_id,
-        role="student", text=text, origin=Lane.REACTIVE, request_id=qid,
+        conn,
+        response_id=qid,
+        student_key=student_key,
+        session_id=session_id,
+        role="student",
+        text=text,
+        origin=Lane.REACTIVE,
+        request_id=qid,
     )
     return new, stored
 
@@ -95,9 +101,7 @@ async def store_question(conn: asyncpg.Connection, request: FeedbackRequest) -> 
     return qid, new
 
 
-async def store_nudge(
-    conn: asyncpg.Connection, request: FeedbackRequest, reply: Reply
-) -> tuple[FeedbackMessage, bool]:
+async def store_nudge(conn: asyncpg.Connection, request: FeedbackRequest, reply: Reply) -> tuple[FeedbackMessage, bool]:
     """Store the nudge of a proactive request and mark its fire ``acted``.
 
     :returns: ``(the stored message, True if it was inserted now)``.
@@ -106,9 +110,16 @@ async def store_nudge(
     tid = request.trigger.trigger_id
     response_id = nudge_response_id(tid)
     stored = await messages.insert_message(
-        conn, response_id=response_id, student_key=request.student_key,
-        session_id=request.session_id, role="assistant", text=reply.text, origin=Lane.PROACTIVE,
-        classes=reply.classes, model=reply.model, trigger_id=tid,
+        conn,
+        response_id=response_id,
+        student_key=request.student_key,
+        session_id=request.session_id,
+        role="assistant",
+        text=reply.text,
+        origin=Lane.PROACTIVE,
+        classes=reply.classes,
+        model=reply.model,
+        trigger_id=tid,
     )
     await triggers.mark_acted(conn, tid, response_id, note=reply.note)
     return await stored_message(conn, response_id), stored.inserted
@@ -123,9 +134,16 @@ async def store_answer(
     """
     response_id = answer_response_id(qid)
     stored = await messages.insert_message(
-        conn, response_id=response_id, student_key=request.student_key,
-        session_id=request.session_id, role="assistant", text=reply.text, origin=Lane.REACTIVE,
-        classes=reply.classes, model=reply.model, request_id=qid,
+        conn,
+        response_id=response_id,
+        student_key=request.student_key,
+        session_id=request.session_id,
+        role="assistant",
+        text=reply.text,
+        origin=Lane.REACTIVE,
+        classes=reply.classes,
+        model=reply.model,
+        request_id=qid,
     )
     await requests.mark_answered(conn, qid, response_id, note=reply.note)
     return await stored_message(conn, response_id), stored.inserted

@@ -67,10 +67,12 @@ async def pending_rows(
 
     :param with_request: only rows that keep their built request.
     """
-    return list(await db.fetch(
-        f"select {columns} from {table} where status = 'pending'"
-        f"{' and request is not null' if with_request else ''}"
-        " and updated_at <= now() - make_interval(secs => $1) order by updated_at limit $2",
-        float(older_than_s),
-        limit,
-    ))
+    return list(
+        await db.fetch(
+            f"select {columns} from {table} where status = 'pending'"
+            f"{' and request is not null' if with_request else ''}"
+            " and updated_at <= now() - make_interval(secs => $1) order by updated_at limit $2",
+            float(older_than_s),
+            limit,
+        )
+    )

@@ -69,19 +69,13 @@ def _row(record: asyncpg.Record) -> QuestionRow:
         response_id=str(response) if response is not None else None,
         attempts=record["attempts"],
         last_error=record["last_error"],
-        request=(
-            FeedbackRequest.model_validate(as_json(raw_request))
-            if raw_request is not None
-            else None
-        ),
+        request=(FeedbackRequest.model_validate(as_json(raw_request)) if raw_request is not None else None),
         asked_at=epoch(record["asked_at"]) or 0.0,
         updated_at=epoch(record["updated_at"]) or 0.0,
     )
 
 
-async def record_question(
-    db: Executor, request_id: str, student_key: str, session_id: str | None, text: str
-) -> bool:
+async def record_question(db: Executor, request_id: str, student_key: str, session_id: str | None, text: str) -> bool:
     """Store a question as ``pending``.  :returns: True if new (False: already stored)."""
     value = await db.fetchval(
         "insert into chat.requests (request_id, student_key, session_id, question, status)"
@@ -107,9 +101,7 @@ async def attach_request(db: Executor, request_id: str, feedback_request: Feedba
     return rows_affected(status) == 1
 
 
-async def mark_answered(
-    db: Executor, request_id: str, response_id: str, *, note: str | None = None
-) -> bool:
+async def mark_answered(db: Executor, request_id: str, response_id: str, *, note: str | None = None) -> bool:
     """``pending``/``failed`` → ``answered``; ``note`` (why the template answered)
     goes to ``last_error``.  :returns: True if the row changed."""
     status = await db.execute(
@@ -147,9 +139,7 @@ async def note_attempt(db: Executor, request_id: str, error: str) -> int:
 
 async def get_question(db: Executor, request_id: str) -> QuestionRow | None:
     """The stored question, or ``None``."""
-    record = await db.fetchrow(
-        f"select {_COLUMNS} from chat.requests where request_id = $1", as_uuid(request_id)
-    )
+    record = await db.fetchrow(f"select {_COLUMNS} from chat.requests where request_id = $1", as_uuid(request_id))
     return _row(record) if record is not None else None
 
 
@@ -174,14 +164,13 @@ async def claim_due(
     Same due rule and ``touched_before`` as :func:`delivery.repo.triggers.claim_due`
     (:func:`delivery.repo.pending.claim_due`); call inside a transaction.
     """
-    record = await pending.claim_due(conn, _TABLE, _COLUMNS, retry_after_s=retry_after_s,
-                                     max_delay_s=max_delay_s, touched_before=touched_before)
+    record = await pending.claim_due(
+        conn, _TABLE, _COLUMNS, retry_after_s=retry_after_s, max_delay_s=max_delay_s, touched_before=touched_before
+    )
     return _row(record) if record is not None else None
 
 
-async def pending_questions(
-    db: Executor, *, older_than_s: float = 0.0, limit: int = 100
-) -> list[QuestionRow]:
+async def pending_questions(db: Executor, *, older_than_s: float = 0.0, limit: int = 100) -> list[QuestionRow]:
     """Pending questions last touched more than ``older_than_s`` ago, oldest first."""
     rows = await pending.pending_rows(db, _TABLE, _COLUMNS, older_than_s=older_than_s, limit=limit)
     return [_row(r) for r in rows]

@@ -107,19 +107,13 @@ def _row(record: asyncpg.Record) -> TriggerRow:
         response_id=str(response) if response is not None else None,
         attempts=record["attempts"],
         last_error=record["last_error"],
-        request=(
-            FeedbackRequest.model_validate(as_json(raw_request))
-            if raw_request is not None
-            else None
-        ),
+        request=(FeedbackRequest.model_validate(as_json(raw_request)) if raw_request is not None else None),
         created_at=epoch(record["created_at"]) or 0.0,
         updated_at=epoch(record["updated_at"]) or 0.0,
     )
 
 
-async def record_trigger(
-    db: Executor, request: FeedbackRequest, *, status: Status, reason: str | None = None
-) -> bool:
+async def record_trigger(db: Executor, request: FeedbackRequest, *, status: Status, reason: str | None = None) -> bool:
     """Store the fire of a proactive ``request`` (with the request itself).
 
     :returns: True if the row is new; False if this fire was already stored
@@ -149,9 +143,7 @@ async def record_trigger(
     return new_id is not None
 
 
-async def mark_acted(
-    db: Executor, trigger_id: str, response_id: str, *, note: str | None = None
-) -> bool:
+async def mark_acted(db: Executor, trigger_id: str, response_id: str, *, note: str | None = None) -> bool:
     """``pending``/``failed`` → ``acted`` with the message's response id.
 
     :param note: why the template answered (stored in ``last_error``).
@@ -168,9 +160,7 @@ async def mark_acted(
     return rows_affected(status) == 1
 
 
-async def mark_failed(
-    db: Executor, trigger_id: str, error: str, *, reason: str = "gave_up"
-) -> bool:
+async def mark_failed(db: Executor, trigger_id: str, error: str, *, reason: str = "gave_up") -> bool:
     """``pending`` → ``failed``: no more retries.  :returns: True if the row changed."""
     status = await db.execute(
         "update event_logs.agent_triggers set status = 'failed', reason = $3, last_error = $2,"
@@ -222,17 +212,15 @@ async def claim_due(
     Call inside a transaction; the row stays locked until it ends, so
     concurrent workers never claim the same fire.
     """
-    record = await pending.claim_due(conn, _TABLE, _COLUMNS, retry_after_s=retry_after_s,
-                                     max_delay_s=max_delay_s, touched_before=touched_before)
+    record = await pending.claim_due(
+        conn, _TABLE, _COLUMNS, retry_after_s=retry_after_s, max_delay_s=max_delay_s, touched_before=touched_before
+    )
     return _row(record) if record is not None else None
 
 
-async def pending_requests(
-    db: Executor, *, older_than_s: float, limit: int = 100
-) -> list[FeedbackRequest]:
+async def pending_requests(db: Executor, *, older_than_s: float, limit: int = 100) -> list[FeedbackRequest]:
     """Requests of pending fires last touched more than ``older_than_s`` ago, oldest first."""
-    rows = await pending.pending_rows(db, _TABLE, "request", older_than_s=older_than_s,
-                                      limit=limit, with_request=True)
+    rows = await pending.pending_rows(db, _TABLE, "request", older_than_s=older_than_s, limit=limit, with_request=True)
     return [FeedbackRequest.model_validate(as_json(r["request"])) for r in rows]
 
 

@@ -49,8 +49,15 @@ class Analysis:
         self.p = p
         self.context = context or BatchContext(Outbox(p.app.producer))
         self.live = p.settings.clock_mode == "live"
-        self.store = StudentStore(p.tables, self.context, p.app.producer, p.config, p.scorer,
-                                  NudgeConfig.from_settings(p.settings), live=self.live)
+        self.store = StudentStore(
+            p.tables,
+            self.context,
+            p.app.producer,
+            p.config,
+            p.scorer,
+            NudgeConfig.from_settings(p.settings),
+            live=self.live,
+        )
         self.clock = ReplayClock()
 
     def forget(self) -> None:
@@ -113,8 +120,11 @@ class Analysis:
         step = self.clock.observe(partition, ts)
         self.store.watermark_moved(partition, step)
         if step.disordered:
-            log.warning("partition %d: input out of time order (%.0f s behind); advancing students "
-                        "by their own events only", partition, step.mark - ts)
+            log.warning(
+                "partition %d: input out of time order (%.0f s behind); advancing students by their own events only",
+                partition,
+                step.mark - ts,
+            )
         if not step.follow:
             return
         for key in self.store.due(partition, step.mark):
@@ -147,5 +157,6 @@ class Analysis:
         """A student's question: answered from the stored state, programs and metrics."""
         chat = decode(ChatRequest, value)
         state, programs, metric_log = self.store.question_view(chat.student_key)
-        await publish(self.p, answer_request(chat, state, programs, metric_log), chat.student_key,
-                      outbox=self.context.outbox)
+        await publish(
+            self.p, answer_request(chat, state, programs, metric_log), chat.student_key, outbox=self.context.outbox
+        )

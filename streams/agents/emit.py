@@ -25,13 +25,21 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("vexnudge.agents")
 
+
 def route(record: Record) -> T.TopicSpec:
     """The topic a record is published on (declared by the topics, :func:`topology.topics.home_of`)."""
     return T.home_of(type(record))
 
 
-async def publish(p: Pipeline, record: Record, key: str | None, spec: T.TopicSpec | None = None,
-                  partition: int | None = None, *, outbox: Outbox | None = None) -> None:
+async def publish(
+    p: Pipeline,
+    record: Record,
+    key: str | None,
+    spec: T.TopicSpec | None = None,
+    partition: int | None = None,
+    *,
+    outbox: Outbox | None = None,
+) -> None:
     """Send one record: enqueued on the worker's producer right away (in order with
     everything else this worker sends), flushed before any offset is committed;
     with an ``outbox`` (the stream agent's), appended to it instead and enqueued
@@ -85,8 +93,14 @@ def count_failed_delivery(p: Pipeline) -> Callable[[str, int, BaseException], No
 
 
 async def dead_letter_failure(
-    p: Pipeline, stage: str, data: bytes | None, source: SourceRef, exc: BaseException,
-    key: str | None = None, *, outbox: Outbox | None = None,
+    p: Pipeline,
+    stage: str,
+    data: bytes | None,
+    source: SourceRef,
+    exc: BaseException,
+    key: str | None = None,
+    *,
+    outbox: Outbox | None = None,
 ) -> None:
     """Record a record that made a stage fail; the worker goes on."""
     log.error("%s failed on %s[%d]@%d: %s", stage, source.topic, source.partition, source.offset, exc)
@@ -94,9 +108,13 @@ async def dead_letter_failure(
     text, encoding = original_text(data)
     reason = RejectReason.SCHEMA_ERROR if isinstance(exc, SchemaError) else RejectReason.PROCESSING_ERROR
     record = DeadLetter(
-        reason=reason, stage=stage,  # type: ignore[arg-type]
+        reason=reason,
+        stage=stage,  # type: ignore[arg-type]
         detail=f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=3)}",
-        original=text, original_encoding=encoding,  # type: ignore[arg-type]
-        source=source, student_key=key, dead_lettered_at=time.time(),
+        original=text,
+        original_encoding=encoding,  # type: ignore[arg-type]
+        source=source,
+        student_key=key,
+        dead_lettered_at=time.time(),
     )
     await publish(p, record, key, outbox=outbox)

@@ -47,9 +47,13 @@ def register_event_store(p: Pipeline) -> None:
         from aiokafka import AIOKafkaConsumer
 
         consumer = AIOKafkaConsumer(
-            p.settings.topic(T.EVENTS.name), bootstrap_servers=p.settings.kafka_bootstrap_servers,
-            group_id=f"{p.settings.app_id}-event-store", enable_auto_commit=False,
-            auto_offset_reset="earliest", max_poll_records=STORE_BATCH)
+            p.settings.topic(T.EVENTS.name),
+            bootstrap_servers=p.settings.kafka_bootstrap_servers,
+            group_id=f"{p.settings.app_id}-event-store",
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            max_poll_records=STORE_BATCH,
+        )
         await consumer.start()
         try:
             await run_event_store(consumer, lambda events: store_with_retry(res, events))
@@ -70,15 +74,15 @@ async def run_event_store(consumer: Any, store: Callable[[list[NormalizedEvent]]
     while True:
         try:
             batch = await consumer.getmany(timeout_ms=int(STORE_WITHIN_S * 1000))
-            events = [e for records in batch.values() for r in records
-                      if (e := _stored_event(r)) is not None]
+            events = [e for records in batch.values() for r in records if (e := _stored_event(r)) is not None]
             if events:
                 await store(events)
             if batch:
                 await consumer.commit()
         except CommitFailedError:
-            log.info("event store: commit refused after a rebalance; the new owner stores "
-                     "those events again (idempotent)")
+            log.info(
+                "event store: commit refused after a rebalance; the new owner stores those events again (idempotent)"
+            )
         except Exception:  # keep the worker alive; try again
             log.exception("event store: batch failed; retrying in 1 s")
             await asyncio.sleep(1.0)
@@ -93,8 +97,11 @@ def _stored_event(record: Any) -> NormalizedEvent | None:
     try:
         return decode(NormalizedEvent, record.value or b"")
     except Exception:  # noqa: BLE001 - one foreign record must not stop the store
-        log.warning("event store: skipping a record that is not a normalized event "
-                    "(partition %s, offset %s)", record.partition, record.offset)
+        log.warning(
+            "event store: skipping a record that is not a normalized event (partition %s, offset %s)",
+            record.partition,
+            record.offset,
+        )
         return None
 
 
@@ -119,6 +126,13 @@ async def store_with_retry(res: Resources, events: list[NormalizedEvent]) -> Non
             delay = min(delay * 2, 30.0)
     for refusal in result.refused:
         event = refusal.item
-        await dead_letter_refused(res.p, "store", encode(event), refusal.error, source=event.source,
-                                  key=event.student_key, session_id=event.session_id,
-                                  event_id=event.event_id)
+        await dead_letter_refused(
+            res.p,
+            "store",
+            encode(event),
+            refusal.error,
+            source=event.source,
+            key=event.student_key,
+            session_id=event.session_id,
+            event_id=event.event_id,
+        )

@@ -65,9 +65,13 @@ class Resources:
                 from feedback.factory import build_service
 
                 self.pool = await create_pool(self.p.settings)
-                self.service = build_service(self.p.settings, self.pool, self.publish,
-                                             metrics=ServiceMetricsAdapter(self.p),
-                                             on_refused=self.refused_request)
+                self.service = build_service(
+                    self.p.settings,
+                    self.pool,
+                    self.publish,
+                    metrics=ServiceMetricsAdapter(self.p),
+                    on_refused=self.refused_request,
+                )
         return self.service
 
     def reset_if_broken(self) -> None:
@@ -78,12 +82,19 @@ class Resources:
     async def publish(self, record: FeedbackMessage | NudgeOutcome) -> None:
         await publish(self.p, record, record.student_key)
 
-    async def refused_request(self, request: FeedbackRequest, error: str,
-                              source: SourceRef | None = None, data: bytes | None = None) -> None:
+    async def refused_request(
+        self, request: FeedbackRequest, error: str, source: SourceRef | None = None, data: bytes | None = None
+    ) -> None:
         """Dead-letter a feedback request the database refused."""
-        await dead_letter_refused(self.p, "feedback", data or encode(request), error,
-                                  source=source, key=request.student_key,
-                                  session_id=request.session_id)
+        await dead_letter_refused(
+            self.p,
+            "feedback",
+            data or encode(request),
+            error,
+            source=source,
+            key=request.student_key,
+            session_id=request.session_id,
+        )
 
     async def close(self) -> None:
         for task in list(self.tasks):
@@ -142,6 +153,7 @@ def resources(p: Pipeline) -> Resources:
         @p.app.on_before_shutdown.connect  # type: ignore[arg-type]
         async def _close(app: object, **kwargs: object) -> None:
             await res.close()
+
     return res
 
 
@@ -205,15 +217,15 @@ async def accept_with_retry(res: Resources, request: FeedbackRequest, message: A
             service = await res.ready()
             return bool(await service.accept(request))
         except BadFeedbackRequest as exc:
-            await dead_letter_failure(res.p, "feedback", data or encode(request),
-                                      source or _NO_SOURCE, exc, request.student_key)
+            await dead_letter_failure(
+                res.p, "feedback", data or encode(request), source or _NO_SOURCE, exc, request.student_key
+            )
             return False
         except Exception as exc:  # classified: refused, or an outage
             if res.service is not None and not is_transient(exc):
                 await res.refused_request(request, describe(exc), source, data)
                 return False
-            log.exception("storing feedback request %s failed; retrying in %.1f s",
-                          request.request_id, delay)
+            log.exception("storing feedback request %s failed; retrying in %.1f s", request.request_id, delay)
             res.reset_if_broken()
             await asyncio.sleep(delay)
             delay = min(delay * 2, 30.0)
@@ -226,8 +238,14 @@ _SINKS = {"store": "event_store", "feedback": "feedback"}
 
 
 async def dead_letter_refused(
-    p: Pipeline, stage: Literal["store", "feedback"], data: bytes, error: str, *,
-    source: SourceRef | None = None, key: str | None = None, session_id: str | None = None,
+    p: Pipeline,
+    stage: Literal["store", "feedback"],
+    data: bytes,
+    error: str,
+    *,
+    source: SourceRef | None = None,
+    key: str | None = None,
+    session_id: str | None = None,
     event_id: str | None = None,
 ) -> None:
     """Dead-letter a record a sink refused for its content (reason ``sink_refused``), and count it.
@@ -236,13 +254,18 @@ async def dead_letter_refused(
     failure is counted in ``vexnudge_publish_failures_total`` and ``/healthz``),
     so a dead letter the producer keeps refusing never stalls the lane.
     """
-    log.error("%s: the database refused a record of %s (dead-lettered): %s",
-              stage, key or "-", error)
+    log.error("%s: the database refused a record of %s (dead-lettered): %s", stage, key or "-", error)
     text, encoding = original_text(data)
     record = DeadLetter(
-        reason=RejectReason.SINK_REFUSED, stage=stage, detail=error, original=text,
+        reason=RejectReason.SINK_REFUSED,
+        stage=stage,
+        detail=error,
+        original=text,
         original_encoding=encoding,  # type: ignore[arg-type]
-        source=source, event_id=event_id, student_key=key, session_id=session_id,
+        source=source,
+        event_id=event_id,
+        student_key=key,
+        session_id=session_id,
         dead_lettered_at=time.time(),
     )
     delay = 0.5

@@ -58,10 +58,13 @@ def build_pipeline(settings: Settings, *, agents: bool = True) -> Pipeline:
     declared, tables = declare(app, settings)
     metrics = WorkerMetrics()
     pipeline = Pipeline(
-        settings=settings, app=app, topics=declared, tables=tables, metrics=metrics,
+        settings=settings,
+        app=app,
+        topics=declared,
+        tables=tables,
+        metrics=metrics,
         config=EngineConfig.from_settings(settings),
-        scorer=TreeEditScorer.from_settings(
-            settings, on_not_comparable=lambda _exc: metrics.not_comparable.inc()),
+        scorer=TreeEditScorer.from_settings(settings, on_not_comparable=lambda _exc: metrics.not_comparable.inc()),
     )
     if agents:
         from streams.agents import register_all

@@ -84,12 +84,22 @@ class Flushable(Protocol):
 class StudentStore:
     """States, checkpoint, due index and stored watermarks of this worker's students."""
 
-    def __init__(self, tables: Mapping[str, Any], context: BatchContext, producer: Any, config: EngineConfig,
-                 scorer: Scorer, nudge: NudgeConfig | None, *, live: bool) -> None:
+    def __init__(
+        self,
+        tables: Mapping[str, Any],
+        context: BatchContext,
+        producer: Any,
+        config: EngineConfig,
+        scorer: Scorer,
+        nudge: NudgeConfig | None,
+        *,
+        live: bool,
+    ) -> None:
         """``tables``: the Faust tables by name; ``producer``: the Faust producer (direct writes)."""
         self.context, self.config, self.scorer, self.nudge, self.live = context, config, scorer, nudge, live
         self.students, self.programs, self.metrics, self.watermarks = (
-            TableBuffer(tables[name], context, producer) for name in ("students", "programs", "metrics", "watermarks"))
+            TableBuffer(tables[name], context, producer) for name in ("students", "programs", "metrics", "watermarks")
+        )
         self.index = DueIndex()
         self._cache: dict[str, StudentState] = {}
         self._saved: dict[str, bytes] = {}
@@ -117,8 +127,14 @@ class StudentStore:
     def engine(self, state: StudentState) -> StudentEngine:
         """An engine for ``state`` over the student's programs and metric chunks in the tables."""
         key = state.student_key
-        return StudentEngine(state, self.config, self.scorer, TableProgramStore(self.programs, key), self.nudge,
-                             table_metric_log(self.metrics, key, self.config.max_metric_events))
+        return StudentEngine(
+            state,
+            self.config,
+            self.scorer,
+            TableProgramStore(self.programs, key),
+            self.nudge,
+            table_metric_log(self.metrics, key, self.config.max_metric_events),
+        )
 
     def save(self, engine: StudentEngine, partition: int) -> None:
         """Keep the engine's state (written at the commit) and when it is next due."""
@@ -142,8 +158,11 @@ class StudentStore:
         """What a question reads: the stored state (no cache), programs and metric log."""
         raw = self.students.get(key.encode())
         state = StudentState.from_bytes(raw, self.config) if raw else None
-        return (state, TableProgramStore(self.programs, key),
-                table_metric_log(self.metrics, key, self.config.max_metric_events))
+        return (
+            state,
+            TableProgramStore(self.programs, key),
+            table_metric_log(self.metrics, key, self.config.max_metric_events),
+        )
 
     # -- the crash checkpoint -----------------------------------------------------------
     def checkpoint(self, key: str, state: StudentState) -> None:
@@ -223,8 +242,9 @@ class StudentStore:
         self._marks.clear()
         self.index.reset()
 
-    async def commit(self, ids: Flushable | None = None,
-                     on_outputs: Callable[[Counter[str]], None] | None = None) -> None:
+    async def commit(
+        self, ids: Flushable | None = None, on_outputs: Callable[[Counter[str]], None] | None = None
+    ) -> None:
         """Write one batch: its outputs, then its table changes.
 
         Each step is enqueued on the producer before the next begins (the

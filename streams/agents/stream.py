@@ -53,11 +53,13 @@ class Stream:
         self.context = BatchContext(Outbox(p.app.producer, on_failed=count_failed_delivery(p)))
         self.ingest = Ingest(p, self.context)
         self.analysis = Analysis(p, self.context)
-        self.names = {p.settings.topic(s.name): s.name
-                      for s in (T.RAW, T.REKEYED, T.CLOCK, T.CHAT_REQUESTS)}
+        self.names = {p.settings.topic(s.name): s.name for s in (T.RAW, T.REKEYED, T.CLOCK, T.CHAT_REQUESTS)}
         self.counted = {name: p.metrics.records_in.labels(name) for name in self.names.values()}
-        self.handlers = {T.REKEYED.name: self.analysis.on_event, T.CLOCK.name: self.analysis.on_tick,
-                         T.CHAT_REQUESTS.name: self.analysis.on_chat}
+        self.handlers = {
+            T.REKEYED.name: self.analysis.on_event,
+            T.CLOCK.name: self.analysis.on_tick,
+            T.CHAT_REQUESTS.name: self.analysis.on_chat,
+        }
 
     async def on_raw(self, value: bytes, source: SourceRef) -> None:
         try:
@@ -73,8 +75,7 @@ class Stream:
             return
         await self.analysed(self.analysis.analyse(event, source.partition), value, source, event.student_key)
 
-    async def analysed(self, step: Awaitable[None], value: bytes, source: SourceRef,
-                       key: str | bytes | None) -> None:
+    async def analysed(self, step: Awaitable[None], value: bytes, source: SourceRef, key: str | bytes | None) -> None:
         """Run one analysis step; a failure restores the student's state and
         dead-letters the record (the key is decoded only then)."""
         try:
@@ -138,8 +139,9 @@ def register(p: Pipeline, *, analysis: bool = True) -> None:
 
     @p.app.agent(channel, name="stream")
     async def stream_agent(records):  # type: ignore[no-untyped-def]
-        await run_batches(records.take_events(p.settings.worker_batch_max,
-                                              within=p.settings.worker_batch_within_ms / 1000), stream)
+        await run_batches(
+            records.take_events(p.settings.worker_batch_max, within=p.settings.worker_batch_within_ms / 1000), stream
+        )
 
 
 async def run_batches(batches: AsyncIterator[list[Any]], stream: Stream) -> None:

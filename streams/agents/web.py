@@ -31,8 +31,12 @@ def register(p: Pipeline) -> None:
 def health(p: Pipeline) -> dict[str, object]:
     """The ``/healthz`` body: ``ok`` or ``degraded`` with the failure counts since start."""
     degraded = p.metrics.degraded()
-    return {"status": "degraded" if degraded else "ok", "app_id": p.settings.app_id,
-            "clock": p.settings.clock_mode, "degraded": degraded}
+    return {
+        "status": "degraded" if degraded else "ok",
+        "app_id": p.settings.app_id,
+        "clock": p.settings.clock_mode,
+        "degraded": degraded,
+    }
 
 
 def consumer_offsets(p: Pipeline) -> dict[str, dict[str, object]]:
@@ -42,8 +46,10 @@ def consumer_offsets(p: Pipeline) -> dict[str, dict[str, object]]:
     for tp in sorted(offsets):
         now = offsets[tp]
         out[f"{tp.topic}[{tp.partition}]"] = {
-            "committed": now.committed, "read": now.read,
-            "acked_pending": len(now.acked), "acked_min": min(now.acked) if now.acked else None,
+            "committed": now.committed,
+            "read": now.read,
+            "acked_pending": len(now.acked),
+            "acked_min": min(now.acked) if now.acked else None,
             "gaps": len(now.gaps or ()),
         }
     return out

@@ -29,14 +29,19 @@ def _line(template: dict[str, Any], *, event_id: int, student: str, session: str
     payload = json.loads(template["raw_message"])
     stamp = datetime.fromtimestamp(int(ts), UTC)
     payload.update(studentID=student, sessionID=session, timestamp=stamp.strftime("%Y-%m-%dT%H:%M:%SZ"))
-    envelope = {**template, "id": event_id, "studentID": student,
-                "raw_message": json.dumps(payload, separators=(", ", ": ")),
-                "received_at": stamp.isoformat(timespec="microseconds")}
+    envelope = {
+        **template,
+        "id": event_id,
+        "studentID": student,
+        "raw_message": json.dumps(payload, separators=(", ", ": ")),
+        "received_at": stamp.isoformat(timespec="microseconds"),
+    }
     return json.dumps(envelope).encode()
 
 
-def wheel_spin_lines(student: str, session: str, *, now: float, reruns: int = 7,
-                     first_id: int = 5_000_000, step_s: float = 3.0) -> list[bytes]:
+def wheel_spin_lines(
+    student: str, session: str, *, now: float, reruns: int = 7, first_id: int = 5_000_000, step_s: float = 3.0
+) -> list[bytes]:
     """A reset, then ``1 + reruns`` runs of the same program, then a block edit.
 
     With ``reruns`` ≥ 6 the engine fires wheel_spin on the sixth identical rerun;
@@ -47,5 +52,7 @@ def wheel_spin_lines(student: str, session: str, *, now: float, reruns: int = 7,
     count = reruns + 3
     start = now - count * step_s
     kinds = ["playgroundReset", *["runProject"] * (reruns + 1), "blockChanged"]
-    return [_line(templates[kind], event_id=first_id + i, student=student, session=session,
-                  ts=start + i * step_s) for i, kind in enumerate(kinds)]
+    return [
+        _line(templates[kind], event_id=first_id + i, student=student, session=session, ts=start + i * step_s)
+        for i, kind in enumerate(kinds)
+    ]

@@ -40,8 +40,17 @@ pytestmark = [pytest.mark.browser, pytest.mark.e2e, pytest.mark.integration]
 
 SECRET = "e2e-token-secret-0123456789abcdef"
 ADMIN = "e2e-admin-token-0123456789abcdef-0123"
-INTERNAL_LABELS = ("wheel_spin", "resilience", "explorer", "iterative", "identical reruns",
-                   "REASSURE", "ELABORATE", "ERROR_FLAGGING", "template")
+INTERNAL_LABELS = (
+    "wheel_spin",
+    "resilience",
+    "explorer",
+    "iterative",
+    "identical reruns",
+    "REASSURE",
+    "ELABORATE",
+    "ERROR_FLAGGING",
+    "template",
+)
 
 
 def isolated(stack: Settings, prefix: str) -> Settings:
@@ -50,16 +59,22 @@ def isolated(stack: Settings, prefix: str) -> Settings:
 
 @contextmanager
 def gateway(settings: Settings, **env: str) -> Iterator[GatewayProcess]:
-    process = GatewayProcess(settings, SECRET, ADMIN,
-                             env={"SSE_RETRY_MS": "500", "SSE_HEARTBEAT_S": "5", **env}).start()
+    process = GatewayProcess(
+        settings, SECRET, ADMIN, env={"SSE_RETRY_MS": "500", "SSE_HEARTBEAT_S": "5", **env}
+    ).start()
     try:
         yield process.wait_healthy()
     finally:
         process.stop()
 
 
-def wait_for(predicate: Callable[[], Any], timeout_s: float, what: str | Callable[[], str],
-             driver: Any = None, shot: str | None = None) -> Any:
+def wait_for(
+    predicate: Callable[[], Any],
+    timeout_s: float,
+    what: str | Callable[[], str],
+    driver: Any = None,
+    shot: str | None = None,
+) -> Any:
     """Poll ``predicate`` until it returns something truthy (screenshot on failure)."""
     deadline = time.monotonic() + timeout_s
     while True:
@@ -112,23 +127,49 @@ async def _store_nudge(settings: Settings, who: str, text: str, *, publish: bool
     from aiokafka import AIOKafkaProducer
 
     trigger = TriggerFired(
-        trigger_id=str(uuid.uuid4()), type=TriggerType.WHEEL_SPIN, student_key=who, student_id=who,
-        session_id="s-e2e", run_index=uuid.uuid4().int % 100_000, alert=None, ts=time.time(),
-        timestamp="2026-01-01T00:00:00Z", playground="GOMars", event_id="7", detail="6 identical reruns",
-        evidence=TriggerEvidence(recent_distances=[None, 0, 0, 0, 0, 0, 0], edit_distance=0,
-                                 zero_streak=6, threshold=6))
-    request = FeedbackRequest(request_id=str(uuid.uuid4()), lane=Lane.PROACTIVE, student_key=who,
-                              student_id=who, session_id="s-e2e", playground="GOMars", ts=trigger.ts,
-                              trigger=trigger)
+        trigger_id=str(uuid.uuid4()),
+        type=TriggerType.WHEEL_SPIN,
+        student_key=who,
+        student_id=who,
+        session_id="s-e2e",
+        run_index=uuid.uuid4().int % 100_000,
+        alert=None,
+        ts=time.time(),
+        timestamp="2026-01-01T00:00:00Z",
+        playground="GOMars",
+        event_id="7",
+        detail="6 identical reruns",
+        evidence=TriggerEvidence(
+            recent_distances=[None, 0, 0, 0, 0, 0, 0], edit_distance=0, zero_streak=6, threshold=6
+        ),
+    )
+    request = FeedbackRequest(
+        request_id=str(uuid.uuid4()),
+        lane=Lane.PROACTIVE,
+        student_key=who,
+        student_id=who,
+        session_id="s-e2e",
+        playground="GOMars",
+        ts=trigger.ts,
+        trigger=trigger,
+    )
     pool = await create_pool(settings, min_size=1, max_size=2)
     producer = AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap_servers)
     await producer.start()
     try:
         assert await repo_triggers.record_trigger(pool, request, status="pending")
         stored = await repo_messages.insert_message(
-            pool, response_id=str(uuid.uuid4()), student_key=who, session_id="s-e2e", role="assistant",
-            text=text, origin="proactive", classes=["REASSURE"], model="template",
-            trigger_id=trigger.trigger_id)
+            pool,
+            response_id=str(uuid.uuid4()),
+            student_key=who,
+            session_id="s-e2e",
+            role="assistant",
+            text=text,
+            origin="proactive",
+            classes=["REASSURE"],
+            model="template",
+            trigger_id=trigger.trigger_id,
+        )
         await repo_triggers.mark_acted(pool, trigger.trigger_id, stored.response_id)
         if publish:
             row = await repo_messages.get_message(pool, stored.response_id)
@@ -137,9 +178,16 @@ async def _store_nudge(settings: Settings, who: str, text: str, *, publish: bool
             await producer.send_and_wait(topic(T.TRIGGERS.name), encode(trigger), key=key)
             await producer.send_and_wait(topic(T.FEEDBACK.name), encode(row.to_feedback_message()), key=key)
             await repo_messages.mark_published(pool, [stored.id])
-            outcome = NudgeOutcome(trigger_id=trigger.trigger_id, trigger_type="wheel_spin", student_key=who,
-                                   session_id="s-e2e", status="acted", message_id=stored.id,
-                                   response_id=stored.response_id, at=time.time())
+            outcome = NudgeOutcome(
+                trigger_id=trigger.trigger_id,
+                trigger_type="wheel_spin",
+                student_key=who,
+                session_id="s-e2e",
+                status="acted",
+                message_id=stored.id,
+                response_id=stored.response_id,
+                at=time.time(),
+            )
             await producer.send_and_wait(topic(T.NUDGE_OUTCOMES.name), encode(outcome), key=key)
         return trigger.trigger_id, stored.id
     finally:
@@ -148,7 +196,8 @@ async def _store_nudge(settings: Settings, who: str, text: str, *, publish: bool
 
 
 def test_pages_show_live_nudges_questions_resume_and_the_board(
-        stack: Settings, unique_prefix: str, chrome: Any) -> None:
+    stack: Settings, unique_prefix: str, chrome: Any
+) -> None:
     from selenium.webdriver.common.by import By
 
     settings = isolated(stack, unique_prefix)
@@ -170,8 +219,13 @@ def test_pages_show_live_nudges_questions_resume_and_the_board(
         box = chrome.find_element(By.ID, "question")
         box.send_keys("Why does my robot stop early?")
         chrome.find_element(By.ID, "send").click()
-        mine = wait_for(lambda: [b for b in bubbles(chrome, "li.from-student") if b["id"]], 20,
-                        "the question echo", chrome, "student-question")
+        mine = wait_for(
+            lambda: [b for b in bubbles(chrome, "li.from-student") if b["id"]],
+            20,
+            "the question echo",
+            chrome,
+            "student-question",
+        )
         assert "Why does my robot stop early?" in mine[0]["text"]
         requests = asyncio.run(_chat_requests(settings))
         assert [(r.student_key, r.text) for r in requests] == [(who, "Why does my robot stop early?")]
@@ -181,16 +235,22 @@ def test_pages_show_live_nudges_questions_resume_and_the_board(
         missed = "While you were away: try one change, then run again."
         _, missed_id = asyncio.run(_store_nudge(settings, who, missed))
         gw.start().wait_healthy()
-        got = wait_for(lambda: [b for b in bubbles(chrome, "li.proactive") if b["id"] == str(missed_id)],
-                       30, "the missed nudge after the reconnect", chrome, "student-resume")
+        got = wait_for(
+            lambda: [b for b in bubbles(chrome, "li.proactive") if b["id"] == str(missed_id)],
+            30,
+            "the missed nudge after the reconnect",
+            chrome,
+            "student-resume",
+        )
         assert missed in got[0]["text"]
         ids = [b["id"] for b in bubbles(chrome) if b["id"]]
         assert len(ids) == len(set(ids)) == 3 and ids == sorted(ids, key=int)
         screenshot(chrome, "student-resumed")
 
         chrome.get(f"{gw.base_url}/board#admin_token={ADMIN}")
-        rows = wait_for(lambda: [r for r in board_rows(chrome) if r["student"] == who], 20,
-                        "the board rows", chrome, "board")
+        rows = wait_for(
+            lambda: [r for r in board_rows(chrome) if r["student"] == who], 20, "the board rows", chrome, "board"
+        )
         assert {r["type"] for r in rows} == {"wheel_spin"}
         assert any("distances" in r["evidence"] and "threshold 6" in r["evidence"] for r in rows)
         assert any(missed in r["outcome"] for r in rows) and any(text in r["outcome"] for r in rows)
@@ -220,8 +280,13 @@ def test_board_login_field_and_refusal(stack: Settings, unique_prefix: str, chro
         wait_for(lambda: page_status(chrome) == "live", 20, "the board stream", chrome, "board-login")
         expired = tokens.issue(SECRET.encode(), "someone", ttl_s=1, now=time.time() - 10)
         chrome.get(f"{gw.base_url}/student?token={expired}")
-        wait_for(lambda: "expired" in chrome.find_element(By.ID, "notice").text, 10, "the expiry notice",
-                 chrome, "student-expired")
+        wait_for(
+            lambda: "expired" in chrome.find_element(By.ID, "notice").text,
+            10,
+            "the expiry notice",
+            chrome,
+            "student-expired",
+        )
 
 
 # --- the whole product -------------------------------------------------------------------
@@ -230,7 +295,8 @@ FAKE_REPLY = "You ran the same program a few times. Try changing one number, the
 
 
 def test_wheel_spin_reaches_the_student_page_and_the_board(
-        stack: Settings, unique_prefix: str, chrome: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    stack: Settings, unique_prefix: str, chrome: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from tests.e2e.telemetry import wheel_spin_lines
     from tests.fakes.process import fake_ollama_subprocess
     from tests.integration.pipeline import start_worker
@@ -241,16 +307,19 @@ def test_wheel_spin_reaches_the_student_page_and_the_board(
     who = student_id.lower()
     token = tokens.issue(SECRET.encode(), student_id, ttl_s=3600, now=time.time())
     with fake_ollama_subprocess(reply=FAKE_REPLY) as ollama_url:
-        for name, value in {"TRIGGER_DAEMON_ENABLED": "true", "OLLAMA_HOST": ollama_url,
-                            "TRIGGER_POLL_INTERVAL_S": "1", "NUDGE_COOLDOWN_S": "0"}.items():
+        for name, value in {
+            "TRIGGER_DAEMON_ENABLED": "true",
+            "OLLAMA_HOST": ollama_url,
+            "TRIGGER_POLL_INTERVAL_S": "1",
+            "NUDGE_COOLDOWN_S": "0",
+        }.items():
             monkeypatch.setenv(name, value)
         asyncio.run(ensure_topics(settings))
         worker = start_worker(settings, "live")
         try:
             with gateway(settings) as gw:
                 chrome.get(f"{gw.base_url}/student?token={token}")
-                wait_for(lambda: page_status(chrome) == "live", 20, "the student stream", chrome,
-                         "e2e-student-connect")
+                wait_for(lambda: page_status(chrome) == "live", 20, "the student stream", chrome, "e2e-student-connect")
                 student_tab = chrome.current_window_handle
                 chrome.switch_to.new_window("tab")
                 chrome.get(f"{gw.base_url}/board#admin_token={ADMIN}")
@@ -260,24 +329,36 @@ def test_wheel_spin_reaches_the_student_page_and_the_board(
                 asyncio.run(produce_lines(settings, lines))
 
                 # The trigger reaches the board first, from vex.triggers, with its evidence.
-                fired = wait_for(lambda: [r for r in board_rows(chrome)
-                                          if r["student"] == who and r["type"] == "wheel_spin"],
-                                 60, lambda: f"the trigger on the board (worker log:\n{worker.log_tail()})",
-                                 chrome, "e2e-board-fired")
+                fired = wait_for(
+                    lambda: [r for r in board_rows(chrome) if r["student"] == who and r["type"] == "wheel_spin"],
+                    60,
+                    lambda: f"the trigger on the board (worker log:\n{worker.log_tail()})",
+                    chrome,
+                    "e2e-board-fired",
+                )
                 assert "identical reruns 6" in fired[0]["evidence"] and "threshold 6" in fired[0]["evidence"]
                 # Then its outcome: the nudge sent (never suppressed for a first fire).
-                done = wait_for(lambda: [r for r in board_rows(chrome) if r["student"] == who
-                                         and r["status"] not in ("pending", None)],
-                                90, lambda: f"the trigger's outcome; board {board_rows(chrome)[:2]}"
-                                            f" (worker log:\n{worker.log_tail()})",
-                                chrome, "e2e-board-outcome")
+                done = wait_for(
+                    lambda: [
+                        r for r in board_rows(chrome) if r["student"] == who and r["status"] not in ("pending", None)
+                    ],
+                    90,
+                    lambda: f"the trigger's outcome; board {board_rows(chrome)[:2]} (worker log:\n{worker.log_tail()})",
+                    chrome,
+                    "e2e-board-outcome",
+                )
                 assert done[0]["status"] == "acted", done[0]
                 assert "number" in done[0]["outcome"]  # the fake model's reply, sanitized
                 screenshot(chrome, "e2e-board-trigger")
 
                 chrome.switch_to.window(student_tab)
-                nudges = wait_for(lambda: bubbles(chrome, "li.proactive"), 30,
-                                  "the nudge on the student page", chrome, "e2e-student-nudge")
+                nudges = wait_for(
+                    lambda: bubbles(chrome, "li.proactive"),
+                    30,
+                    "the nudge on the student page",
+                    chrome,
+                    "e2e-student-nudge",
+                )
                 assert len(nudges) == 1 and "CHECK-IN" in nudges[0]["text"].upper()
                 assert "number" in nudges[0]["text"]
                 assert not [label for label in INTERNAL_LABELS if label in chrome.page_source]

@@ -58,17 +58,33 @@ def lane(stack: Settings, unique_prefix: str) -> Iterator[Lane]:
 
 def worker(lane: Lane, *extra: str) -> WorkerProcess:
     s = lane.settings
-    return start_worker(s, "replay", "--set", "trigger_daemon_enabled=true",
-                        "--set", f"database_url={s.database_url.get_secret_value()}",
-                        "--set", f"ollama_host={lane.model_url}", *extra)
+    return start_worker(
+        s,
+        "replay",
+        "--set",
+        "trigger_daemon_enabled=true",
+        "--set",
+        f"database_url={s.database_url.get_secret_value()}",
+        "--set",
+        f"ollama_host={lane.model_url}",
+        *extra,
+    )
 
 
 def oracle(settings: Settings) -> dict[str, tuple[str, str | None]]:
     """trigger id → (status, reason) as the pure engine and policy decide them."""
-    run = analyze_lines(LINES, EngineConfig.from_settings(settings), TreeEditScorer(),
-                        NudgeConfig.from_settings(settings), partitions=settings.topic_partitions)
-    return {r.trigger.trigger_id: ("acted", None) if r.decision == "act" else ("suppressed", r.suppress_reason)
-            for r in run.observed.requests if r.trigger is not None}
+    run = analyze_lines(
+        LINES,
+        EngineConfig.from_settings(settings),
+        TreeEditScorer(),
+        NudgeConfig.from_settings(settings),
+        partitions=settings.topic_partitions,
+    )
+    return {
+        r.trigger.trigger_id: ("acted", None) if r.decision == "act" else ("suppressed", r.suppress_reason)
+        for r in run.observed.requests
+        if r.trigger is not None
+    }
 
 
 async def drain(settings: Settings, until_no_pending_s: float = 90.0) -> None:
@@ -96,8 +112,9 @@ async def stored(settings: Settings) -> tuple[dict[str, tuple[str, str | None]],
     conn = await asyncpg.connect(settings.database_url.get_secret_value())
     try:
         rows = await conn.fetch("select trigger_id::text, status, reason from event_logs.agent_triggers")
-        msgs = await conn.fetch("select trigger_id::text, message_text, model, origin from chat.messages"
-                                " where origin = 'proactive'")
+        msgs = await conn.fetch(
+            "select trigger_id::text, message_text, model, origin from chat.messages where origin = 'proactive'"
+        )
     finally:
         await conn.close()
     return {r["trigger_id"]: (r["status"], r["reason"]) for r in rows}, msgs
@@ -150,16 +167,21 @@ def test_kill_9_mid_replay_neither_loses_nor_duplicates_a_nudge(lane: Lane) -> N
 
 
 def _control(url: str, **changes: object) -> None:
-    request = urllib.request.Request(f"{url}/_control", data=json.dumps(changes).encode(),
-                                     headers={"Content-Type": "application/json"}, method="POST")
+    request = urllib.request.Request(
+        f"{url}/_control",
+        data=json.dumps(changes).encode(),
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
     urllib.request.urlopen(request, timeout=5).read()
 
 
 def test_model_outage_delays_nudges_and_delivers_each_once_when_it_returns(lane: Lane) -> None:
     expected = oracle(lane.settings)
     _control(lane.model_url, mode="fail")
-    w = worker(lane, "--set", "llm_fallback_template=false", "--set", "feedback_retry_after_s=1",
-               "--set", "llm_max_retries=0")
+    w = worker(
+        lane, "--set", "llm_fallback_template=false", "--set", "feedback_retry_after_s=1", "--set", "llm_max_retries=0"
+    )
     try:
         asyncio.run(produce_lines(lane.settings, LINES))
         asyncio.run(drain(lane.settings, until_no_pending_s=0))

@@ -68,8 +68,7 @@ DEFAULT_REPLY = (
     "then run the program again to see where the robot stops."
 )
 NO_BLOCK_REPLY = (
-    "Pick one block in your program, change one number in it, "
-    "then run the program again and watch what the robot does."
+    "Pick one block in your program, change one number in it, then run the program again and watch what the robot does."
 )
 THINKING = "<think>The student seems stuck. I should point at one block and one number.</think>"
 MODEL_VERSION = "0.12.3"
@@ -219,8 +218,7 @@ class FakeOllama:
         refuse = self.behaviour.refuse_containing
         if refuse and isinstance(prompt, str) and refuse in prompt:
             self.chat_calls += 1
-            return web.json_response({"error": "the prompt was refused"},
-                                     status=self.behaviour.refuse_status)
+            return web.json_response({"error": "the prompt was refused"}, status=self.behaviour.refuse_status)
         mode = self._next_mode()
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
@@ -241,14 +239,10 @@ class FakeOllama:
                 request.transport.close()
             raise asyncio.CancelledError  # aiohttp drops the closed connection quietly
         if mode is Mode.FAIL:
-            return web.json_response(
-                {"error": "llama runner process has terminated"}, status=b.status
-            )
+            return web.json_response({"error": "llama runner process has terminated"}, status=b.status)
         if mode is Mode.MISSING:
             name = body.get("model") or b.model
-            return web.json_response(
-                {"error": f'model "{name}" not found, try pulling it first'}, status=404
-            )
+            return web.json_response({"error": f'model "{name}" not found, try pulling it first'}, status=404)
         if mode is Mode.MALFORMED:
             return web.Response(
                 body=b'{"model": "llama3.2", "message": {"role": "assis',
@@ -270,9 +264,7 @@ class FakeOllama:
             reply = reply.replace("{block}", block) if block else NO_BLOCK_REPLY
         return THINKING + "\n" + reply if mode is Mode.THINK else reply
 
-    def _final(
-        self, body: dict[str, Any], prompt: str, content: str, *, whole: bool
-    ) -> dict[str, Any]:
+    def _final(self, body: dict[str, Any], prompt: str, content: str, *, whole: bool) -> dict[str, Any]:
         return {
             "model": body.get("model") or self.behaviour.model,
             "created_at": _now(),
@@ -354,9 +346,7 @@ class FakeOllama:
 
 
 @asynccontextmanager
-async def serve(
-    host: str = "127.0.0.1", port: int = 0, **behaviour: Any
-) -> AsyncIterator[FakeOllama]:
+async def serve(host: str = "127.0.0.1", port: int = 0, **behaviour: Any) -> AsyncIterator[FakeOllama]:
     """``async with serve(mode="ok") as fake:`` — a started fake; ``fake.url`` is its base URL."""
     fake = FakeOllama(**behaviour)
     await fake.start(host, port)

@@ -57,8 +57,10 @@ class PrivateStack:
         if "kafka" in services:
             update |= {"kafka_port": kafka_port, "kafka_bootstrap_servers": f"127.0.0.1:{kafka_port}"}
         if "postgres" in services:
-            update |= {"postgres_port": pg_port, "database_url": SecretStr(
-                f"postgresql://vexnudge@127.0.0.1:{pg_port}/vexnudge")}
+            update |= {
+                "postgres_port": pg_port,
+                "database_url": SecretStr(f"postgresql://vexnudge@127.0.0.1:{pg_port}/vexnudge"),
+            }
         self.settings = base.model_copy(update=update)
 
     def up(self, *only: str) -> None:

@@ -44,8 +44,7 @@ def fake_ollama_subprocess(
     if reply is not None:
         cmd += ["--reply", reply]
     stop_like_ctrl_c()  # a SIGTERM to the tests runs the finally below, as Ctrl-C does
-    proc = subprocess.Popen(cmd, cwd=PROJECT_ROOT, stdout=subprocess.PIPE, text=True,
-                            preexec_fn=die_with_parent())
+    proc = subprocess.Popen(cmd, cwd=PROJECT_ROOT, stdout=subprocess.PIPE, text=True, preexec_fn=die_with_parent())
     try:
         url = _wait_ready(proc, start_timeout_s)
         yield url

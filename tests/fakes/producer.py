@@ -90,8 +90,9 @@ class RecordingProducer:
         done.set_result(Metadata(tp, offset))
         return done
 
-    async def send(self, topic: str, key: bytes | None, value: bytes | None, partition: int | None,
-                   timestamp: Any, headers: Any) -> asyncio.Future[Metadata]:
+    async def send(
+        self, topic: str, key: bytes | None, value: bytes | None, partition: int | None, timestamp: Any, headers: Any
+    ) -> asyncio.Future[Metadata]:
         """Faust's ``Producer.send``."""
         offset = self._record(topic, key, value, partition)
         return self._acked((topic, partition or 0), offset)
@@ -137,8 +138,9 @@ class AIOKafkaView:
             offsets = [self.owner._record(topic, key, value, partition) for key, value in batch._builder.records]
             batch.future.set_result(Metadata((topic, partition), offsets[0]))
 
-    async def send(self, topic: str, value: bytes | None = None, key: bytes | None = None,
-                   partition: int | None = None) -> asyncio.Future[Metadata]:
+    async def send(
+        self, topic: str, value: bytes | None = None, key: bytes | None = None, partition: int | None = None
+    ) -> asyncio.Future[Metadata]:
         """aiokafka's ``send`` (a single record)."""
         offset = self.owner._record(topic, key, value, partition)
         return self.owner._acked((topic, partition or 0), offset)

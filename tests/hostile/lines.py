@@ -29,13 +29,31 @@ class Hostile:
     """The dead-letter reason, or None when the line is accepted."""
 
 
-def envelope(line_id: object, student: str, session: str, ts: str, event_type: str = "blockCreated",
-             received_at: str | None = None, **payload: object) -> bytes:
+def envelope(
+    line_id: object,
+    student: str,
+    session: str,
+    ts: str,
+    event_type: str = "blockCreated",
+    received_at: str | None = None,
+    **payload: object,
+) -> bytes:
     """A line in the telemetry format: the payload JSON-encoded in ``raw_message``."""
-    body = {"eventType": event_type, "studentID": student, "sessionID": session, "timestamp": ts,
-            "playground": "GOMars", **payload}
-    env: dict[str, object] = {"id": line_id, "eventType": event_type, "classCode": "HOSTILE",
-                              "studentID": student, "raw_message": json.dumps(body)}
+    body = {
+        "eventType": event_type,
+        "studentID": student,
+        "sessionID": session,
+        "timestamp": ts,
+        "playground": "GOMars",
+        **payload,
+    }
+    env: dict[str, object] = {
+        "id": line_id,
+        "eventType": event_type,
+        "classCode": "HOSTILE",
+        "studentID": student,
+        "raw_message": json.dumps(body),
+    }
     if received_at is not None:
         env["received_at"] = received_at
     return json.dumps(env).encode()
@@ -49,8 +67,10 @@ def workspace(xml: str) -> str:
 def entity_bomb(depth: int = 24_500) -> str:
     """Nested entity declarations: expanding them overflows libexpat 2.5's stack."""
     decls = "".join(f'<!ENTITY e{i} "&e{i - 1};">' if i else '<!ENTITY e0 "x">' for i in range(depth))
-    return (f'<!DOCTYPE xml [{decls}]><xml><block type="pg_events_when_started">'
-            f'<field name="F">&e{depth - 1};</field></block></xml>')
+    return (
+        f'<!DOCTYPE xml [{decls}]><xml><block type="pg_events_when_started">'
+        f'<field name="F">&e{depth - 1};</field></block></xml>'
+    )
 
 
 def billion_laughs() -> str:
@@ -61,20 +81,24 @@ def billion_laughs() -> str:
 
 def external_entity() -> str:
     """An external entity that would read a local file."""
-    return ('<!DOCTYPE xml [<!ENTITY x SYSTEM "file:///etc/passwd">]>'
-            '<xml><block type="a"><field name="F">&x;</field></block></xml>')
+    return (
+        '<!DOCTYPE xml [<!ENTITY x SYSTEM "file:///etc/passwd">]>'
+        '<xml><block type="a"><field name="F">&x;</field></block></xml>'
+    )
 
 
 def deep_program(depth: int) -> str:
     """A program nested ``depth`` statement bodies deep."""
-    return ('<xml><block type="pg_events_when_started"><next>'
-            + '<block type="pg_control_forever"><statement name="SUBSTACK">' * depth
-            + '<block type="pg_drivetrain_drive"/>' + "</statement></block>" * depth
-            + "</next></block></xml>")
+    return (
+        '<xml><block type="pg_events_when_started"><next>'
+        + '<block type="pg_control_forever"><statement name="SUBSTACK">' * depth
+        + '<block type="pg_drivetrain_drive"/>'
+        + "</statement></block>" * depth
+        + "</next></block></xml>"
+    )
 
 
-def catalogue(ts: str, honest: str, honest_session: str, honest_id: object, n: int,
-              large: int) -> list[Hostile]:
+def catalogue(ts: str, honest: str, honest_session: str, honest_id: object, n: int, large: int) -> list[Hostile]:
     """The ``n``-th batch of hostile lines at time ``ts`` (ids unique per ``n``).
 
     :param honest: an honest student's id and ``honest_session`` a session of
@@ -87,25 +111,55 @@ def catalogue(ts: str, honest: str, honest_session: str, honest_id: object, n: i
     pad = "x" * large
     cases: list[tuple[str, Callable[[], bytes], str | None]] = [
         ("entity bomb run", lambda: envelope(base, me, "s", ts, "runProject", project=workspace(entity_bomb())), None),
-        ("billion laughs run", lambda: envelope(base + 1, me, "s", ts, "runProject",
-                                                project=workspace(billion_laughs())), None),
-        ("external entity run", lambda: envelope(base + 2, me, "s", ts, "runProject",
-                                                 project=workspace(external_entity())), None),
-        ("NUL in free text", lambda: envelope(base + 3, me, "s", ts, "blockChanged", errorMessage="bad\x00byte",
-                                              playground="Rover\x00Rescue", classCode="A\x00B"), None),
-        ("deep program run", lambda: envelope(base + 4, me, "s", ts, "runProject",
-                                              project=workspace(deep_program(600))), None),
-        ("long playground", lambda: envelope(base + 5, me, "s", ts, "runProject", playground="P" * 5000,
-                                             project=workspace("<xml/>")), None),
-        ("deep blockEventData", lambda: envelope(base + 6, me, "s", ts, "blockMoved",
-                                                 blockEventData=_nested(300), filler=pad[:20_000]), None),
+        (
+            "billion laughs run",
+            lambda: envelope(base + 1, me, "s", ts, "runProject", project=workspace(billion_laughs())),
+            None,
+        ),
+        (
+            "external entity run",
+            lambda: envelope(base + 2, me, "s", ts, "runProject", project=workspace(external_entity())),
+            None,
+        ),
+        (
+            "NUL in free text",
+            lambda: envelope(
+                base + 3,
+                me,
+                "s",
+                ts,
+                "blockChanged",
+                errorMessage="bad\x00byte",
+                playground="Rover\x00Rescue",
+                classCode="A\x00B",
+            ),
+            None,
+        ),
+        (
+            "deep program run",
+            lambda: envelope(base + 4, me, "s", ts, "runProject", project=workspace(deep_program(600))),
+            None,
+        ),
+        (
+            "long playground",
+            lambda: envelope(base + 5, me, "s", ts, "runProject", playground="P" * 5000, project=workspace("<xml/>")),
+            None,
+        ),
+        (
+            "deep blockEventData",
+            lambda: envelope(base + 6, me, "s", ts, "blockMoved", blockEventData=_nested(300), filler=pad[:20_000]),
+            None,
+        ),
         ("control char in studentID", lambda: envelope(base + 7, honest + "\x1b[2J", honest_session, ts), "bad_field"),
         ("NUL in sessionID", lambda: envelope(base + 8, honest, "s\x00", ts), "bad_field"),
         ("long sessionID", lambda: envelope(base + 9, honest, "s" * 129, ts), "bad_field"),
         ("long eventType", lambda: envelope(base + 10, honest, honest_session, ts, "E" * 500), "bad_field"),
         ("resent id with a bad field", lambda: envelope(honest_id, honest, "s\x07", ts), "duplicate_id"),
-        ("future timestamp", lambda: envelope(base + 11, honest, honest_session, "2099-01-01T00:00:00Z",
-                                              received_at=ts), "future_timestamp"),
+        (
+            "future timestamp",
+            lambda: envelope(base + 11, honest, honest_session, "2099-01-01T00:00:00Z", received_at=ts),
+            "future_timestamp",
+        ),
         ("oversize line", lambda: envelope(base + 12, honest, honest_session, ts, filler=pad), "too_large"),
         ("bad timestamp", lambda: envelope(base + 13, honest, honest_session, "yesterday\x00"), "bad_timestamp"),
         ("not UTF-8", lambda: b'{"id": 1, "studentID": "\xff\xfe"}', "invalid_json"),
@@ -126,12 +180,15 @@ def _nested(depth: int) -> dict[str, object]:
 def sessions_flood(ts: str, n: int, count: int) -> list[Hostile]:
     """One hostile student opening ``count`` sessions (state is capped, not grown)."""
     me = f"{HOSTILE_PREFIX}flood{n}"
-    return [Hostile("session flood", envelope(950_000_000 + n * 10_000 + i, me, f"flood-{i}-" + "q" * 100, ts),
-                    None) for i in range(count)]
+    return [
+        Hostile("session flood", envelope(950_000_000 + n * 10_000 + i, me, f"flood-{i}-" + "q" * 100, ts), None)
+        for i in range(count)
+    ]
 
 
-def mixed_in(lines: list[bytes], seed: int, large: int, batches: int = 3,
-             flood: int = 60) -> tuple[list[bytes], list[Hostile]]:
+def mixed_in(
+    lines: list[bytes], seed: int, large: int, batches: int = 3, flood: int = 60
+) -> tuple[list[bytes], list[Hostile]]:
     """``lines`` with ``batches`` catalogues and one session flood inserted at seeded places."""
     rng = random.Random(seed)
     out = list(lines)

@@ -91,17 +91,21 @@ HOSTILE_TOKENS: dict[str, tuple[Any, P]] = {
     "padded payload": (lambda: "{}.{}=.{}".format(*_good().split(".")), P.BAD_SIGNATURE),
     "short signature": (lambda: _good()[:-4], P.MALFORMED),
     "huge": (lambda: "v1." + "A" * 1_000_000 + ".AAAA", P.MALFORMED),
-    "wrong MAC": (lambda: tokens.issue(b"another-secret-0123456789abcdef-0123", "alice",
-                                       ttl_s=3600, now=NOW), P.BAD_SIGNATURE),
-    "payload swapped": (lambda: "{}.{}.{}".format(
-        tokens.VERSION, tokens.issue(KEY, "bob", ttl_s=3600, now=NOW).split(".")[1],
-        _good().split(".")[2]), P.BAD_SIGNATURE),
+    "wrong MAC": (
+        lambda: tokens.issue(b"another-secret-0123456789abcdef-0123", "alice", ttl_s=3600, now=NOW),
+        P.BAD_SIGNATURE,
+    ),
+    "payload swapped": (
+        lambda: "{}.{}.{}".format(
+            tokens.VERSION, tokens.issue(KEY, "bob", ttl_s=3600, now=NOW).split(".")[1], _good().split(".")[2]
+        ),
+        P.BAD_SIGNATURE,
+    ),
     "expired": (lambda: tokens.issue(KEY, "alice", ttl_s=60, now=NOW - 120), P.EXPIRED),
     "ttl too long": (lambda: tokens.issue(KEY, "alice", ttl_s=30 * 86400, now=NOW), P.TOO_LONG_LIVED),
     "payload a list": (lambda: _signed(b"[1,2]"), P.MALFORMED),
     "payload not JSON": (lambda: _signed(b"\xff\xfe"), P.MALFORMED),
-    "student not canonical": (lambda: _signed(b'{"exp":1800003600,"iat":1800000000,"s":"Alice"}'),
-                              P.MALFORMED),
+    "student not canonical": (lambda: _signed(b'{"exp":1800003600,"iat":1800000000,"s":"Alice"}'), P.MALFORMED),
     "exp a bool": (lambda: _signed(b'{"exp":true,"s":"alice"}'), P.MALFORMED),
     "exp a float": (lambda: _signed(b'{"exp":1800003600.5,"s":"alice"}'), P.MALFORMED),
     "board token": (lambda: tokens.issue_board(KEY, ttl_s=60, now=NOW), P.MALFORMED),
@@ -135,7 +139,7 @@ def test_no_other_spelling_of_a_token_verifies(where: int, char: str) -> None:
     if token[i] == char or token[i] == ".":
         return
     with pytest.raises(tokens.TokenError):
-        tokens.verify(KEY, token[:i] + char + token[i + 1:], now=NOW)
+        tokens.verify(KEY, token[:i] + char + token[i + 1 :], now=NOW)
 
 
 # --- the real gateway ----------------------------------------------------------------------
@@ -154,13 +158,21 @@ async def _raw_request(kit: Kit, head: bytes) -> bytes:
 async def test_non_ascii_and_appended_tokens_get_401_over_http(kit: Kit) -> None:
     who = student()
     url = f"{kit.base}/v1/students/{who}/stream"
-    for bad in (kit.token(who) + "=", kit.token(who) + "A", "v1.é.x", kit.token(who).replace(".", ".ü", 1),
-                _trailing_bits(kit.token(who))):
+    for bad in (
+        kit.token(who) + "=",
+        kit.token(who) + "A",
+        "v1.é.x",
+        kit.token(who).replace(".", ".ü", 1),
+        _trailing_bits(kit.token(who)),
+    ):
         async with kit.http.get(url, params={"token": bad}) as response:
             assert response.status == 401, bad
             assert (await response.json())["error"] == "token_malformed"
-    raw = await _raw_request(kit, f"GET /v1/students/{who}/stream HTTP/1.1\r\nHost: x\r\n".encode()
-                             + b"Authorization: Bearer v1.\xc3\xa9\xff.abc\r\nConnection: close\r\n\r\n")
+    raw = await _raw_request(
+        kit,
+        f"GET /v1/students/{who}/stream HTTP/1.1\r\nHost: x\r\n".encode()
+        + b"Authorization: Bearer v1.\xc3\xa9\xff.abc\r\nConnection: close\r\n\r\n",
+    )
     assert raw.startswith(b"HTTP/1.1 401"), raw[:200]
     assert b"token_malformed" in raw
 
@@ -171,8 +183,9 @@ async def kit(stack: Settings, unique_prefix: str) -> Any:
         yield running
 
 
-async def _closed_after(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                        trickle: bytes = b"") -> tuple[float, bytes]:
+async def _closed_after(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, trickle: bytes = b""
+) -> tuple[float, bytes]:
     """Seconds until the server closes the connection (trickling ``trickle`` meanwhile)."""
     started, got = time.monotonic(), b""
     for byte in trickle:
@@ -216,17 +229,18 @@ async def test_half_sent_request_heads_are_not_held_open(kit: Kit) -> None:
 
 async def test_a_trickled_question_body_gets_408(kit: Kit) -> None:
     who = student()
-    head = (f"POST /v1/students/{who}/messages HTTP/1.1\r\nHost: x\r\n"
-            f"Authorization: Bearer {kit.token(who)}\r\nContent-Type: application/json\r\n"
-            "Content-Length: 100\r\n\r\n{\"text\": ").encode()
+    head = (
+        f"POST /v1/students/{who}/messages HTTP/1.1\r\nHost: x\r\n"
+        f"Authorization: Bearer {kit.token(who)}\r\nContent-Type: application/json\r\n"
+        'Content-Length: 100\r\n\r\n{"text": '
+    ).encode()
     started = time.monotonic()
     raw = await _raw_request(kit, head)
     assert raw.startswith(b"HTTP/1.1 408"), raw[:200]
     assert b"request_timeout" in raw and time.monotonic() - started < 5.0
 
 
-async def test_a_token_over_its_stream_cap_loses_its_oldest_stream(
-        stack: Settings, unique_prefix: str) -> None:
+async def test_a_token_over_its_stream_cap_loses_its_oldest_stream(stack: Settings, unique_prefix: str) -> None:
     async with running_gateway(stack, unique_prefix, sse_max_streams_per_token=2) as kit:
         who = student()
         token = kit.token(who)
@@ -249,13 +263,13 @@ async def test_a_token_over_its_stream_cap_loses_its_oldest_stream(
 
 
 async def test_a_full_gateway_refuses_new_streams_with_503(stack: Settings, unique_prefix: str) -> None:
-    async with running_gateway(stack, unique_prefix, sse_max_streams=2,
-                               sse_max_streams_per_token=1) as kit:
+    async with running_gateway(stack, unique_prefix, sse_max_streams=2, sse_max_streams_per_token=1) as kit:
         alice, bob, carol = student(), student(), student()
         a = await open_stream(kit, alice, kit.token(alice))
         b = await open_stream(kit, bob, kit.token(bob))
-        async with kit.http.get(f"{kit.base}/v1/students/{carol}/stream",
-                                params={"token": kit.token(carol)}) as response:
+        async with kit.http.get(
+            f"{kit.base}/v1/students/{carol}/stream", params={"token": kit.token(carol)}
+        ) as response:
             assert response.status == 503
             assert response.content_type == "application/json"
             assert (await response.json())["error"] == "too_many_streams"
@@ -269,18 +283,18 @@ async def test_a_full_gateway_refuses_new_streams_with_503(stack: Settings, uniq
         again.close()
 
 
-async def _ask(kit: Kit, who: str, text: str, key: str | None = None,
-               token: str | None = None) -> tuple[int, dict[str, Any], Any]:
-    headers = {"Authorization": f"Bearer {token or kit.token(who)}",
-               "Idempotency-Key": key or uuid.uuid4().hex}
-    async with kit.http.post(f"{kit.base}/v1/students/{who}/messages", json={"text": text},
-                             headers=headers) as response:
+async def _ask(
+    kit: Kit, who: str, text: str, key: str | None = None, token: str | None = None
+) -> tuple[int, dict[str, Any], Any]:
+    headers = {"Authorization": f"Bearer {token or kit.token(who)}", "Idempotency-Key": key or uuid.uuid4().hex}
+    async with kit.http.post(
+        f"{kit.base}/v1/students/{who}/messages", json={"text": text}, headers=headers
+    ) as response:
         return response.status, await response.json(), response.headers
 
 
 async def test_a_question_flood_gets_429_with_retry_after(stack: Settings, unique_prefix: str) -> None:
-    async with running_gateway(stack, unique_prefix, question_rate_limit="2/minute",
-                               question_max_pending=100) as kit:
+    async with running_gateway(stack, unique_prefix, question_rate_limit="2/minute", question_max_pending=100) as kit:
         who, other = student(), student()
         assert (await _ask(kit, who, "first?", "k1"))[0] == 202
         assert (await _ask(kit, who, "second?", "k2"))[0] == 202
@@ -293,29 +307,30 @@ async def test_a_question_flood_gets_429_with_retry_after(stack: Settings, uniqu
 
 
 async def test_too_many_unanswered_questions_get_429(stack: Settings, unique_prefix: str) -> None:
-    async with running_gateway(stack, unique_prefix, question_rate_limit="100/minute",
-                               question_max_pending=2) as kit:
+    async with running_gateway(stack, unique_prefix, question_rate_limit="100/minute", question_max_pending=2) as kit:
         who = student()
         first = await _ask(kit, who, "one?")
         assert first[0] == 202 and (await _ask(kit, who, "two?"))[0] == 202
         status, body, headers = await _ask(kit, who, "three?")
         assert status == 429 and body["error"] == "too_many_pending"
         assert headers["Retry-After"] == str(questions.PENDING_RETRY_AFTER_S)
-        await kit.pool.execute("update chat.requests set status = 'answered' where request_id = $1",
-                               uuid.UUID(first[1]["request_id"]))
+        await kit.pool.execute(
+            "update chat.requests set status = 'answered' where request_id = $1", uuid.UUID(first[1]["request_id"])
+        )
         assert (await _ask(kit, who, "three?"))[0] == 202
 
 
 async def test_the_admin_token_is_refused_in_an_address(kit: Kit) -> None:
     header = {"Authorization": f"Bearer {ADMIN}"}
-    for method, path in (("GET", "/admin/board/stream"), ("POST", "/admin/tick"),
-                         ("POST", "/admin/board/token")):
-        async with kit.http.request(method, kit.base + path, params={"admin_token": ADMIN},
-                                    json={"student_id": "a", "session_id": "s"}) as response:
+    for method, path in (("GET", "/admin/board/stream"), ("POST", "/admin/tick"), ("POST", "/admin/board/token")):
+        async with kit.http.request(
+            method, kit.base + path, params={"admin_token": ADMIN}, json={"student_id": "a", "session_id": "s"}
+        ) as response:
             assert response.status == 401, path
             assert (await response.json())["error"] == "admin_token_in_query"
-        async with kit.http.request(method, kit.base + path, params={"admin_token": ADMIN},
-                                    headers=header, json={}) as response:
+        async with kit.http.request(
+            method, kit.base + path, params={"admin_token": ADMIN}, headers=header, json={}
+        ) as response:
             assert response.status == 401, path  # even beside a good header: it has leaked
     async with kit.http.post(f"{kit.base}/admin/board/token", headers=header) as response:
         assert response.status == 200 and response.headers["Cache-Control"] == "no-store"
@@ -326,10 +341,12 @@ async def test_the_admin_token_is_refused_in_an_address(kit: Kit) -> None:
     assert (await Stream(opened).until(lambda e: e.event == "snapshot")).event == "snapshot"
     opened.close()
     who = student()
-    for bad, code in ((kit.token(who), "board_token_malformed"),
-                      (tokens.issue_board(ADMIN.encode(), ttl_s=60, now=time.time() - 120), "board_token_expired"),
-                      (tokens.issue_board(b"x" * 40, ttl_s=60, now=time.time()), "board_token_bad_signature"),
-                      (minted["token"] + "=", "board_token_malformed")):
+    for bad, code in (
+        (kit.token(who), "board_token_malformed"),
+        (tokens.issue_board(ADMIN.encode(), ttl_s=60, now=time.time() - 120), "board_token_expired"),
+        (tokens.issue_board(b"x" * 40, ttl_s=60, now=time.time()), "board_token_bad_signature"),
+        (minted["token"] + "=", "board_token_malformed"),
+    ):
         async with kit.http.get(f"{kit.base}/admin/board/stream", params={"board_token": bad}) as response:
             assert response.status == 401
             assert (await response.json())["error"] == code
@@ -376,21 +393,21 @@ class CuttableProxy:
             self.server.close()
 
 
-async def test_the_stream_goes_live_without_history_and_fills_it_in_later(
-        stack: Settings, unique_prefix: str) -> None:
+async def test_the_stream_goes_live_without_history_and_fills_it_in_later(stack: Settings, unique_prefix: str) -> None:
     proxy = CuttableProxy(stack.postgres_port)
     port = await proxy.start()
     url = f"postgresql://vexnudge@127.0.0.1:{port}/vexnudge"
     try:
-        async with running_gateway(stack, unique_prefix, gateway_database_url=url,
-                                   sse_history_timeout_s=2.0, sse_history_retry_s=0.5) as kit:
+        async with running_gateway(
+            stack, unique_prefix, gateway_database_url=url, sse_history_timeout_s=2.0, sse_history_retry_s=0.5
+        ) as kit:
             who = student()
-            older = [await kit.store(who, f"before {i}", publish=False, published_before=True)
-                     for i in range(3)]
+            older = [await kit.store(who, f"before {i}", publish=False, published_before=True) for i in range(3)]
             proxy.cut()  # PostgreSQL is unreachable for the gateway (the kit's own pool is direct)
             started = time.monotonic()
-            response = await kit.http.get(f"{kit.base}/v1/students/{who}/stream",
-                                          params={"token": kit.token(who)}, headers={"Last-Event-ID": "0"})
+            response = await kit.http.get(
+                f"{kit.base}/v1/students/{who}/stream", params={"token": kit.token(who)}, headers={"Last-Event-ID": "0"}
+            )
             assert response.status == 200
             stream = Stream(response)
             ready = (await stream.until(lambda e: e.event == "ready", 10)).json()
@@ -445,8 +462,7 @@ async def test_a_question_stored_but_not_published_is_published_again(kit: Kit) 
     assert await questions.republish_once(gw, older_than_s=0) == 0  # and only once
 
     echoes = await stream.messages(2)
-    assert sorted(m["text"] for m in echoes) == ["never sent again by the page",
-                                                 "stored, then the broker failed"]
+    assert sorted(m["text"] for m in echoes) == ["never sent again by the page", "stored, then the broker failed"]
     assert all(m["event"] == "student_message" for m in echoes)
     topic = kit.settings.topic(T.CHAT_REQUESTS.name)
     published = [decode(ChatRequest, r.value or b"") async for r in read_to_end(kit.settings, [topic])]
@@ -455,6 +471,10 @@ async def test_a_question_stored_but_not_published_is_published_again(kit: Kit) 
     for r in stored:
         question = await repo_requests.get_question(kit.pool, r["request_id"])
         assert question is not None and question.status == "pending"
-    assert await kit.pool.fetchval(
-        "select count(*) from chat.messages where student_key = $1 and published_at is null", who) == 0
+    assert (
+        await kit.pool.fetchval(
+            "select count(*) from chat.messages where student_key = $1 and published_at is null", who
+        )
+        == 0
+    )
     stream.close()

@@ -62,33 +62,57 @@ def student() -> str:
 
 def event(student: str, n: int, *, ts: float | None = None, **extra: Any) -> NormalizedEvent:
     fields: dict[str, Any] = {
-        "event_id": str(n), "envelope_id_int": n, "student_key": student,
-        "student_id": student.upper(), "session_id": "s1", "event_type": "blockMoved",
-        "ts": 1000.0 + n if ts is None else ts, "timestamp": "2026-05-06T09:00:00Z",
-        "workspace_status": "no_project", "playground": "GO-Mars",
+        "event_id": str(n),
+        "envelope_id_int": n,
+        "student_key": student,
+        "student_id": student.upper(),
+        "session_id": "s1",
+        "event_type": "blockMoved",
+        "ts": 1000.0 + n if ts is None else ts,
+        "timestamp": "2026-05-06T09:00:00Z",
+        "workspace_status": "no_project",
+        "playground": "GO-Mars",
         "source": SourceRef(topic="vex.telemetry.raw", partition=0, offset=n),
     }
     fields.update(extra)
     return NormalizedEvent.model_validate(fields)
 
 
-def fire(student: str, *, session: str = "s1", ts: float = 1000.0, run_index: int = 6,
-         detail: str = "6 identical reruns", playground: str = "GO-Mars") -> TriggerFired:
+def fire(
+    student: str,
+    *,
+    session: str = "s1",
+    ts: float = 1000.0,
+    run_index: int = 6,
+    detail: str = "6 identical reruns",
+    playground: str = "GO-Mars",
+) -> TriggerFired:
     return TriggerFired(
-        trigger_id=trigger_id(student, session, "wheel_spin", run_index=run_index,
-                              idle_since_ts=None, alert=None),
-        type=TriggerType.WHEEL_SPIN, student_key=student, student_id=student.upper(),
-        session_id=session, run_index=run_index, alert=None, ts=ts,
-        timestamp="2026-05-06T09:14:07Z", playground=playground, event_id="5120007",
-        detail=detail, evidence=TriggerEvidence(recent_distances=[0] * 6, zero_streak=6),
+        trigger_id=trigger_id(student, session, "wheel_spin", run_index=run_index, idle_since_ts=None, alert=None),
+        type=TriggerType.WHEEL_SPIN,
+        student_key=student,
+        student_id=student.upper(),
+        session_id=session,
+        run_index=run_index,
+        alert=None,
+        ts=ts,
+        timestamp="2026-05-06T09:14:07Z",
+        playground=playground,
+        event_id="5120007",
+        detail=detail,
+        evidence=TriggerEvidence(recent_distances=[0] * 6, zero_streak=6),
     )
 
 
 def proactive(trigger: TriggerFired) -> FeedbackRequest:
     return FeedbackRequest(
-        request_id=derived_id("feedback", trigger.trigger_id), lane=Lane.PROACTIVE,
-        student_key=trigger.student_key, student_id=trigger.student_id,
-        session_id=trigger.session_id, playground=trigger.playground, ts=trigger.ts,
+        request_id=derived_id("feedback", trigger.trigger_id),
+        lane=Lane.PROACTIVE,
+        student_key=trigger.student_key,
+        student_id=trigger.student_id,
+        session_id=trigger.session_id,
+        playground=trigger.playground,
+        ts=trigger.ts,
         trigger=trigger,
     )
 
@@ -96,8 +120,14 @@ def proactive(trigger: TriggerFired) -> FeedbackRequest:
 def reactive(student: str, question: str, session: str = "s1") -> FeedbackRequest:
     rid = str(uuid.uuid4())
     return FeedbackRequest(
-        request_id=rid, chat_request_id=rid, lane=Lane.REACTIVE, student_key=student,
-        student_id=student.upper(), session_id=session, playground="GO-Mars", ts=1000.0,
+        request_id=rid,
+        chat_request_id=rid,
+        lane=Lane.REACTIVE,
+        student_key=student,
+        student_id=student.upper(),
+        session_id=session,
+        playground="GO-Mars",
+        ts=1000.0,
         question=question,
     )
 
@@ -109,22 +139,27 @@ def reactive(student: str, question: str, session: str = "s1") -> FeedbackReques
 class Producer:
     sent: list[tuple[str, bytes | None, bytes]] = field(default_factory=list)
 
-    async def send(self, topic: str, key: bytes | None, value: bytes, partition: int | None,
-                   timestamp: Any, headers: Any) -> asyncio.Future[None]:
+    async def send(
+        self, topic: str, key: bytes | None, value: bytes, partition: int | None, timestamp: Any, headers: Any
+    ) -> asyncio.Future[None]:
         self.sent.append((topic, key, value))
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         done.set_result(None)
         return done
 
     def dead_letters(self) -> list[DeadLetter]:
-        return [decode(DeadLetter, value) for topic, _, value in self.sent
-                if topic.endswith("vex.deadletter")]
+        return [decode(DeadLetter, value) for topic, _, value in self.sent if topic.endswith("vex.deadletter")]
 
 
 def pipeline(settings: Settings) -> Any:
     producer = Producer()
-    return SimpleNamespace(settings=settings, metrics=WorkerMetrics(), partition_of=lambda key: 0,
-                           app=SimpleNamespace(producer=producer), producer=producer)
+    return SimpleNamespace(
+        settings=settings,
+        metrics=WorkerMetrics(),
+        partition_of=lambda key: 0,
+        app=SimpleNamespace(producer=producer),
+        producer=producer,
+    )
 
 
 async def resources(p: Any, pool: asyncpg.Pool, settings: Settings) -> Resources:
@@ -140,17 +175,28 @@ async def resources(p: Any, pool: asyncpg.Pool, settings: Settings) -> Resources
 
 async def test_a_nul_in_every_event_column_is_stored_as_fffd(pool: asyncpg.Pool) -> None:
     key = f"st-{uuid.uuid4().hex[:8]}{NUL}x"
-    hostile = event(key, 1, event_id=f"1{NUL}", student_id=f"S{NUL}", session_id=f"s{NUL}1",
-                    event_type=f"block{NUL}Moved", playground=f"GO{NUL}Mars",
-                    error_message=f"bad{NUL}thing",
-                    source=SourceRef(topic=f"raw{NUL}", partition=0, offset=1))
+    hostile = event(
+        key,
+        1,
+        event_id=f"1{NUL}",
+        student_id=f"S{NUL}",
+        session_id=f"s{NUL}1",
+        event_type=f"block{NUL}Moved",
+        playground=f"GO{NUL}Mars",
+        error_message=f"bad{NUL}thing",
+        source=SourceRef(topic=f"raw{NUL}", partition=0, offset=1),
+    )
     assert await events.store_events(pool, [hostile]) == 1
-    row = await pool.fetchrow(
-        "select * from event_logs.events where student_key = $1", key.replace(NUL, FFFD))
+    row = await pool.fetchrow("select * from event_logs.events where student_key = $1", key.replace(NUL, FFFD))
     assert row is not None
-    expected = {"event_id": f"1{FFFD}", "student_id": f"S{FFFD}", "session_id": f"s{FFFD}1",
-                "event_type": f"block{FFFD}Moved", "playground": f"GO{FFFD}Mars",
-                "source_topic": f"raw{FFFD}"}
+    expected = {
+        "event_id": f"1{FFFD}",
+        "student_id": f"S{FFFD}",
+        "session_id": f"s{FFFD}1",
+        "event_type": f"block{FFFD}Moved",
+        "playground": f"GO{FFFD}Mars",
+        "source_topic": f"raw{FFFD}",
+    }
     assert {column: row[column] for column in expected} == expected
     assert row["record"]["error_message"] == f"bad{FFFD}thing"  # inside the jsonb record
     stored = await events.session_events(pool, key, f"s{NUL}1")  # a read finds it too
@@ -159,20 +205,21 @@ async def test_a_nul_in_every_event_column_is_stored_as_fffd(pool: asyncpg.Pool)
     assert await events.store_events(pool, [hostile]) == 0  # still idempotent
 
 
-async def test_a_nul_in_every_trigger_and_request_column_is_stored_as_fffd(
-    pool: asyncpg.Pool, student: str
-) -> None:
+async def test_a_nul_in_every_trigger_and_request_column_is_stored_as_fffd(pool: asyncpg.Pool, student: str) -> None:
     trigger = fire(student, session=f"s{NUL}", detail=f"six{NUL}reruns", playground=f"GO{NUL}")
     request = proactive(trigger)
     assert await triggers.record_trigger(pool, request, status="suppressed", reason=f"r{NUL}")
     row = await triggers.get_trigger(pool, trigger.trigger_id)
     assert row is not None
     assert (row.session_id, row.detail, row.playground, row.reason) == (
-        f"s{FFFD}", f"six{FFFD}reruns", f"GO{FFFD}", f"r{FFFD}")
+        f"s{FFFD}",
+        f"six{FFFD}reruns",
+        f"GO{FFFD}",
+        f"r{FFFD}",
+    )
     assert row.request is not None and row.request.session_id == f"s{FFFD}"  # the jsonb copy
     assert row.request.trigger is not None and row.request.trigger.detail == f"six{FFFD}reruns"
-    assert [t.trigger_id for t in await triggers.triggers_for(pool, student, f"s{NUL}")] == [
-        row.trigger_id]
+    assert [t.trigger_id for t in await triggers.triggers_for(pool, student, f"s{NUL}")] == [row.trigger_id]
 
     pending = proactive(fire(student, run_index=9))
     await triggers.record_trigger(pool, pending, status="pending")
@@ -211,7 +258,9 @@ async def test_a_nul_inside_a_jsonb_parameter_given_as_python_is_stored_as_fffd(
     pool: asyncpg.Pool,
 ) -> None:
     assert await pool.fetchval("select $1::jsonb", {"a": f"x{NUL}y", f"k{NUL}": [NUL]}) == {
-        "a": f"x{FFFD}y", f"k{FFFD}": [FFFD]}
+        "a": f"x{FFFD}y",
+        f"k{FFFD}": [FFFD],
+    }
 
 
 # --- refused records: dead-lettered, the lane goes on -------------------------------------
@@ -237,13 +286,10 @@ async def test_the_event_store_dead_letters_a_refused_event_and_stores_the_other
     health = web.health(p)
     assert health["status"] == "degraded" and health["degraded"] == p.metrics.degraded()
     rendered = p.metrics.render().decode()
-    assert 'vexnudge_sink_dead_letters_total{reason="sink_refused",sink="event_store"} 1.0' \
-        in rendered
+    assert 'vexnudge_sink_dead_letters_total{reason="sink_refused",sink="event_store"} 1.0' in rendered
 
 
-async def test_a_number_out_of_range_is_refused_too(
-    pool: asyncpg.Pool, db_settings: Settings, student: str
-) -> None:
+async def test_a_number_out_of_range_is_refused_too(pool: asyncpg.Pool, db_settings: Settings, student: str) -> None:
     p = pipeline(db_settings)
     res = await resources(p, pool, db_settings)
     bad = event(student, 7, source=SourceRef(topic="raw", partition=2**40, offset=7))
@@ -260,8 +306,9 @@ async def test_the_feedback_lane_dead_letters_a_refused_request_and_goes_on(
     res = await resources(p, pool, db_settings)
     refused = proactive(fire(student, ts=FAR_FUTURE, run_index=3))
     honest = proactive(fire(student, run_index=4))
-    message = SimpleNamespace(value=refused.model_dump_json().encode(), topic="vex.feedback.requests",
-                              partition=1, offset=41)
+    message = SimpleNamespace(
+        value=refused.model_dump_json().encode(), topic="vex.feedback.requests", partition=1, offset=41
+    )
     assert not await accept_with_retry(res, refused, message)
     assert await accept_with_retry(res, honest)  # the next request is stored
     assert honest.trigger is not None and refused.trigger is not None
@@ -269,8 +316,7 @@ async def test_the_feedback_lane_dead_letters_a_refused_request_and_goes_on(
     assert row is not None and row.status == "pending"
     assert await triggers.get_trigger(pool, refused.trigger.trigger_id) is None
     [letter] = p.producer.dead_letters()
-    assert (letter.reason, letter.stage, letter.student_key) == (
-        RejectReason.SINK_REFUSED, "feedback", student)
+    assert (letter.reason, letter.stage, letter.student_key) == (RejectReason.SINK_REFUSED, "feedback", student)
     assert "[22008]" in letter.detail and letter.original == message.value.decode()
     assert letter.source is not None and letter.source.offset == 41
     assert p.metrics.degraded() == {"sink_dead_letters": {"feedback:sink_refused": 1}}
@@ -285,8 +331,7 @@ async def test_handle_marks_a_refused_request_failed_and_publishes_why(
     result = await res.service.handle(refused)
     assert result.status == "failed"
     assert result.outcome is not None and result.outcome.reason == "sink_refused"
-    outcomes = [decode(NudgeOutcome, v) for t, _, v in p.producer.sent
-                if t.endswith("vex.nudge.outcomes")]
+    outcomes = [decode(NudgeOutcome, v) for t, _, v in p.producer.sent if t.endswith("vex.nudge.outcomes")]
     assert [(o.status, o.reason) for o in outcomes] == [("failed", "sink_refused")]
     [letter] = p.producer.dead_letters()
     assert letter.stage == "feedback" and "[22008]" in letter.detail
@@ -311,8 +356,7 @@ async def test_the_retry_sweep_fails_a_refused_row_once_and_delivers_the_next(
     instead of being claimed again on every pass; the sweep delivers the others."""
     settings = db_settings.model_copy(update={"feedback_retry_after_s": 0.0})
     recorder = Recorder()
-    service = FeedbackService(pool, None, settings, recorder.publish,
-                              on_refused=recorder.on_refused)
+    service = FeedbackService(pool, None, settings, recorder.publish, on_refused=recorder.on_refused)
     first, second = proactive(fire(student, run_index=11)), proactive(fire(student, run_index=12))
     for request in (first, second):
         await triggers.record_trigger(pool, request, status="pending")

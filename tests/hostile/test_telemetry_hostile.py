@@ -70,9 +70,18 @@ def test_clock_skew_against_received_at_then_the_live_clock() -> None:
 
 
 def test_oversize_side_fields_are_bounded_not_rejected() -> None:
-    line = envelope(1, "a", "s", TS, "blockChanged", playground="P" * 5000, classCode="C" * 300,
-                    errorMessage="E" * 10_000, playgroundData={"parameters": {"k": "v" * 10_000}},
-                    filler="x" * 20_000)
+    line = envelope(
+        1,
+        "a",
+        "s",
+        TS,
+        "blockChanged",
+        playground="P" * 5000,
+        classCode="C" * 300,
+        errorMessage="E" * 10_000,
+        playgroundData={"parameters": {"k": "v" * 10_000}},
+        filler="x" * 20_000,
+    )
     out = decode_line(line, limits=LIMITS)
     assert isinstance(out, NormalizedEvent)
     assert out.playground is not None and out.playground.startswith("~") and len(out.playground) == 33
@@ -106,8 +115,9 @@ def test_a_classroom_with_hostile_lines_mixed_in_keeps_every_honest_output() -> 
     summary = build_summary(run.observed, input_name="x", input_sha256="x", input_report=run.report)
     golden = golden_for(SAMPLE_CLASSROOM)
     honest = [s for s in summary["sessions"] if not s["student_id"].startswith(HOSTILE_PREFIX)]
-    assert [(s["student_id"], s["session_id"]) for s in honest] == \
-        [(s["student_id"], s["session_id"]) for s in golden["sessions"]]
+    assert [(s["student_id"], s["session_id"]) for s in honest] == [
+        (s["student_id"], s["session_id"]) for s in golden["sessions"]
+    ]
     for ours, theirs in zip(honest, golden["sessions"], strict=True):
         assert ours == theirs, ours["session_id"]
     expected = Counter(golden["input_report"]["rejected"])
@@ -122,8 +132,10 @@ def test_a_classroom_with_hostile_lines_mixed_in_keeps_every_honest_output() -> 
 
 
 def test_deep_program_runs_are_scored() -> None:
-    lines = [envelope(i, "deep", "s", TS, "runProject", project=workspace(deep_program(d)))
-             for i, d in enumerate((500, 501, 900))]
+    lines = [
+        envelope(i, "deep", "s", TS, "runProject", project=workspace(deep_program(d)))
+        for i, d in enumerate((500, 501, 900))
+    ]
     run = analyze_lines(lines, EngineConfig(), TreeEditScorer(), limits=Limits(raw_max_bytes=10**7))
     assert [r.edit_distance for r in run.observed.runs] == [None, 1, 399]
 

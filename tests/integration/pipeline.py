@@ -21,12 +21,16 @@ def isolated(settings: Settings, prefix: str, **overrides: object) -> Settings:
     return settings.model_copy(update={"app_id": name, "topic_prefix": prefix, **overrides})
 
 
-def start_worker(settings: Settings, clock: str = "replay", *extra: str,
-                 datadir: Path | None = None) -> WorkerProcess:
+def start_worker(settings: Settings, clock: str = "replay", *extra: str, datadir: Path | None = None) -> WorkerProcess:
     """A worker subprocess on the test's topics (fast commits); a fresh data
     directory unless ``datadir`` is given (a restart that keeps its RocksDB files)."""
-    return WorkerProcess(settings.app_id, settings.topic_prefix, clock=clock, datadir=datadir,
-                         extra_args=["--commit-interval", "0.2", "--session-timeout", "10", *extra]).start()
+    return WorkerProcess(
+        settings.app_id,
+        settings.topic_prefix,
+        clock=clock,
+        datadir=datadir,
+        extra_args=["--commit-interval", "0.2", "--session-timeout", "10", *extra],
+    ).start()
 
 
 async def read_values(settings: Settings, logical: Iterable[str]) -> dict[str, list[tuple[bytes | None, bytes]]]:

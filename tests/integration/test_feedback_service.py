@@ -324,9 +324,7 @@ async def test_template_fallback_records_the_template_model(
     await r.llm.aclose()
 
 
-async def test_gives_up_after_the_attempt_limit(
-    pool: asyncpg.Pool, db_settings: Settings, fake: FakeOllama
-) -> None:
+async def test_gives_up_after_the_attempt_limit(pool: asyncpg.Pool, db_settings: Settings, fake: FakeOllama) -> None:
     r, student = rig(pool, db_settings, fake, feedback_max_attempts=2), new_student()
     fake.configure(mode="fail")
     request = proactive(student)
@@ -453,9 +451,7 @@ async def test_question_not_stored_before_is_stored_too(
     await r.llm.aclose()
 
 
-async def test_recent_chat_reaches_the_prompt(
-    pool: asyncpg.Pool, db_settings: Settings, fake: FakeOllama
-) -> None:
+async def test_recent_chat_reaches_the_prompt(pool: asyncpg.Pool, db_settings: Settings, fake: FakeOllama) -> None:
     r, student = rig(pool, db_settings, fake), new_student()
     await r.service.handle(proactive(student))
     await r.service.handle(reactive(student, "what should I change?"))
@@ -497,6 +493,7 @@ async def test_pending_question_is_answered_by_the_retry(
 
 # --- vexnudge ask ----------------------------------------------------------------------
 
+
 async def _chat_request(settings: Settings, topic: str, request_id: str) -> ChatRequest:
     for _ in range(150):
         async for record in read_to_end(settings, [topic]):
@@ -513,16 +510,39 @@ async def test_ask_command_publishes_the_question_and_waits_for_the_reply(
 ) -> None:
     settings = db_settings.model_copy(update={"topic_prefix": unique_prefix})
     r, request_id = rig(pool, settings, fake), str(uuid.uuid4())
-    env = {**os.environ, "DATABASE_URL": settings.database_url.get_secret_value(),
-           "KAFKA_BOOTSTRAP_SERVERS": settings.kafka_bootstrap_servers,
-           "TOPIC_PREFIX": unique_prefix, "TOPIC_PARTITIONS": str(settings.topic_partitions)}
+    env = {
+        **os.environ,
+        "DATABASE_URL": settings.database_url.get_secret_value(),
+        "KAFKA_BOOTSTRAP_SERVERS": settings.kafka_bootstrap_servers,
+        "TOPIC_PREFIX": unique_prefix,
+        "TOPIC_PARTITIONS": str(settings.topic_partitions),
+    }
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "vexnudge.cli", "ask", " Otter12 ", "-", "how do I turn?",
-        "--request-id", request_id, "--wait", "--timeout", "60",
-        env=env, cwd=PROJECT_ROOT, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        sys.executable,
+        "-m",
+        "vexnudge.cli",
+        "ask",
+        " Otter12 ",
+        "-",
+        "how do I turn?",
+        "--request-id",
+        request_id,
+        "--wait",
+        "--timeout",
+        "60",
+        env=env,
+        cwd=PROJECT_ROOT,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
     chat = await _chat_request(settings, settings.topic("vex.chat.requests"), request_id)
     assert (chat.student_key, chat.student_id, chat.session_id, chat.text, chat.source) == (
-        "otter12", "Otter12", None, "how do I turn?", "cli")
+        "otter12",
+        "Otter12",
+        None,
+        "how do I turn?",
+        "cli",
+    )
     question = await requests.get_question(pool, request_id)
     assert question is not None and question.status == "pending"
     # the analysis stage: no session known for this student yet → a canned reply

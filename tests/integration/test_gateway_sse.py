@@ -62,22 +62,36 @@ class Kit:
     def base(self) -> str:
         return str(self.server.make_url("")).rstrip("/")
 
-    def token(self, student: str, ttl_s: float = 3600.0, now: float | None = None,
-              secret: str = SECRET) -> str:
+    def token(self, student: str, ttl_s: float = 3600.0, now: float | None = None, secret: str = SECRET) -> str:
         return tokens.issue(secret.encode(), student, ttl_s=ttl_s, now=now or time.time())
 
-    async def store(self, student: str, text: str, *, origin: str = "proactive",
-                    trigger_id: str | None = None, publish: bool = True,
-                    published_before: bool = False) -> int:
+    async def store(
+        self,
+        student: str,
+        text: str,
+        *,
+        origin: str = "proactive",
+        trigger_id: str | None = None,
+        publish: bool = True,
+        published_before: bool = False,
+    ) -> int:
         """Store an assistant message and publish it like the feedback service does.
 
         ``publish=False``: not published now; ``published_before`` marks it as
         handed over long ago (so no worker's sweeper publishes it again).
         """
         stored = await repo_messages.insert_message(
-            self.pool, response_id=str(uuid.uuid4()), student_key=student, session_id="s1",
-            role="assistant", text=text, origin=origin, classes=["REASSURE"], model="template",
-            trigger_id=trigger_id)
+            self.pool,
+            response_id=str(uuid.uuid4()),
+            student_key=student,
+            session_id="s1",
+            role="assistant",
+            text=text,
+            origin=origin,
+            classes=["REASSURE"],
+            model="template",
+            trigger_id=trigger_id,
+        )
         if publish:
             await self.publish(stored.id)
         elif published_before:
@@ -85,13 +99,14 @@ class Kit:
         return stored.id
 
     async def publish(self, message_id: int) -> None:
-        row = await self.pool.fetchrow("select response_id::text from chat.messages where id = $1",
-                                       message_id)
+        row = await self.pool.fetchrow("select response_id::text from chat.messages where id = $1", message_id)
         message = await repo_messages.get_message(self.pool, row["response_id"])
         assert message is not None
         await self.producer.send_and_wait(
-            self.settings.topic(T.FEEDBACK.name), encode(message.to_feedback_message()),
-            key=message.student_key.encode())
+            self.settings.topic(T.FEEDBACK.name),
+            encode(message.to_feedback_message()),
+            key=message.student_key.encode(),
+        )
         await repo_messages.mark_published(self.pool, [message_id])
 
 
@@ -100,23 +115,35 @@ def student() -> str:
 
 
 @asynccontextmanager
-async def running_gateway(stack: Settings, prefix: str, *, gateway_database_url: str | None = None,
-                          **overrides: Any) -> AsyncIterator[Kit]:
+async def running_gateway(
+    stack: Settings, prefix: str, *, gateway_database_url: str | None = None, **overrides: Any
+) -> AsyncIterator[Kit]:
     """A gateway on the test's own topics, plus a pool, a producer and an HTTP session.
 
     ``gateway_database_url``: the gateway alone reaches PostgreSQL there (e.g.
     through a proxy the test can cut); the kit's own pool stays direct.
     """
-    settings = stack.model_copy(update={
-        "topic_prefix": prefix, "token_secret": SecretStr(SECRET),
-        "admin_token": SecretStr(ADMIN), "sse_heartbeat_s": 0.4, "sse_retry_ms": 1500, **overrides})
-    served = settings if gateway_database_url is None else settings.model_copy(
-        update={"database_url": SecretStr(gateway_database_url)})
+    settings = stack.model_copy(
+        update={
+            "topic_prefix": prefix,
+            "token_secret": SecretStr(SECRET),
+            "admin_token": SecretStr(ADMIN),
+            "sse_heartbeat_s": 0.4,
+            "sse_retry_ms": 1500,
+            **overrides,
+        }
+    )
+    served = (
+        settings
+        if gateway_database_url is None
+        else settings.model_copy(update={"database_url": SecretStr(gateway_database_url)})
+    )
     server = TestServer(build_app(served), host="127.0.0.1")
     await server.start_server()
     pool = await create_pool(settings)
-    producer = AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap_servers, acks="all",
-                                max_request_size=4 * 1024 * 1024)
+    producer = AIOKafkaProducer(
+        bootstrap_servers=settings.kafka_bootstrap_servers, acks="all", max_request_size=4 * 1024 * 1024
+    )
     await producer.start()
     http = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None, sock_read=WAIT_S))
     try:
@@ -179,16 +206,22 @@ class Stream:
         self.response.close()
 
 
-async def open_stream(kit: Kit, student_id: str, token: str | None, *, last_id: int | None = None,
-                      query: dict[str, str] | None = None, header: bool = True) -> Stream:
+async def open_stream(
+    kit: Kit,
+    student_id: str,
+    token: str | None,
+    *,
+    last_id: int | None = None,
+    query: dict[str, str] | None = None,
+    header: bool = True,
+) -> Stream:
     params = dict(query or {})
     if token is not None:
         params["token"] = token
     headers = {"Last-Event-ID": str(last_id)} if last_id is not None and header else {}
     if last_id is not None and not header:
         params["last_event_id"] = str(last_id)
-    response = await kit.http.get(f"{kit.base}/v1/students/{student_id}/stream",
-                                  params=params, headers=headers)
+    response = await kit.http.get(f"{kit.base}/v1/students/{student_id}/stream", params=params, headers=headers)
     assert response.status == 200, await response.text()
     stream = Stream(response)
     await stream.until(lambda e: e.event == "ready")
@@ -200,8 +233,7 @@ async def open_stream(kit: Kit, student_id: str, token: str | None, *, last_id: 
 
 async def test_stream_headers_retry_and_heartbeats(kit: Kit) -> None:
     who = student()
-    response = await kit.http.get(f"{kit.base}/v1/students/{who}/stream",
-                                  params={"token": kit.token(who)})
+    response = await kit.http.get(f"{kit.base}/v1/students/{who}/stream", params={"token": kit.token(who)})
     assert response.status == 200
     assert response.headers["Content-Type"].startswith("text/event-stream")
     assert response.headers["Cache-Control"] == "no-cache"
@@ -274,8 +306,9 @@ async def test_messages_stored_during_the_replay_are_sent_exactly_once(kit: Kit)
     who = student()
     token = kit.token(who)
     backlog = [await kit.store(who, f"old {i}", publish=False, published_before=True) for i in range(1200)]
-    response = await kit.http.get(f"{kit.base}/v1/students/{who}/stream",
-                                  params={"token": token}, headers={"Last-Event-ID": "0"})
+    response = await kit.http.get(
+        f"{kit.base}/v1/students/{who}/stream", params={"token": token}, headers={"Last-Event-ID": "0"}
+    )
     stream = Stream(response)
 
     async def write_during_replay() -> list[int]:
@@ -287,13 +320,12 @@ async def test_messages_stored_during_the_replay_are_sent_exactly_once(kit: Kit)
     ids = [m["message_id"] for m in got]
     assert sorted(ids) == sorted(backlog + fresh)
     assert len(set(ids)) == len(ids)
-    assert ids[:len(backlog)] == backlog
+    assert ids[: len(backlog)] == backlog
     assert await stream.quiet(1.0) == []
     stream.close()
 
 
-async def test_every_replica_delivers_and_resumes_any_student(
-        kit: Kit, stack: Settings, unique_prefix: str) -> None:
+async def test_every_replica_delivers_and_resumes_any_student(kit: Kit, stack: Settings, unique_prefix: str) -> None:
     async with running_gateway(stack, unique_prefix) as other:
         who = student()
         token = kit.token(who)
@@ -352,7 +384,8 @@ async def test_bad_cursor_or_since_is_refused(kit: Kit) -> None:
 
 
 async def test_a_slow_client_is_dropped_and_resumes_without_loss(
-        stack: Settings, unique_prefix: str, caplog: pytest.LogCaptureFixture) -> None:
+    stack: Settings, unique_prefix: str, caplog: pytest.LogCaptureFixture
+) -> None:
     async with running_gateway(stack, unique_prefix, sse_client_queue=4) as kit:
         who = student()
         token = kit.token(who)
@@ -380,8 +413,10 @@ async def _stalled_client(kit: Kit, who: str, token: str) -> asyncio.StreamWrite
     sock.setblocking(False)
     await asyncio.get_running_loop().sock_connect(sock, (kit.server.host, kit.server.port))
     reader, writer = await asyncio.open_connection(sock=sock, limit=4096)
-    writer.write(f"GET /v1/students/{who}/stream?token={token} HTTP/1.1\r\n"
-                 f"Host: {kit.server.host}\r\nAccept: text/event-stream\r\n\r\n".encode())
+    writer.write(
+        f"GET /v1/students/{who}/stream?token={token} HTTP/1.1\r\n"
+        f"Host: {kit.server.host}\r\nAccept: text/event-stream\r\n\r\n".encode()
+    )
     await writer.drain()
     head = await asyncio.wait_for(reader.readuntil(b"event: ready"), WAIT_S)
     assert head.startswith(b"HTTP/1.1 200")
@@ -407,41 +442,51 @@ async def test_student_token_refusals(kit: Kit) -> None:
             assert response.status == status, code
             assert response.content_type == "application/json"
             assert (await response.json())["error"] == code
-        async with kit.http.post(f"{kit.base}/v1/students/{who}/messages", json={"text": "hi"},
-                                 headers={"Authorization": f"Bearer {token}"} if token else {}) as response:
+        async with kit.http.post(
+            f"{kit.base}/v1/students/{who}/messages",
+            json={"text": "hi"},
+            headers={"Authorization": f"Bearer {token}"} if token else {},
+        ) as response:
             assert response.status == status, code
     # The raw id alone opens nothing; the token's own student (any spelling) does.
     async with kit.http.get(url, params={"student": who}) as response:
         assert response.status == 401
-    async with kit.http.get(f"{kit.base}/v1/students/{who.upper()}/stream",
-                            headers={"Authorization": f"Bearer {kit.token(who)}"}) as response:
+    async with kit.http.get(
+        f"{kit.base}/v1/students/{who.upper()}/stream", headers={"Authorization": f"Bearer {kit.token(who)}"}
+    ) as response:
         assert response.status == 200
 
 
 async def test_admin_routes_need_the_admin_token(kit: Kit) -> None:
     who = student()
     for path, method in (("/admin/board/stream", "GET"), ("/admin/tick", "POST")):
-        for headers, params in (({}, {}), ({"Authorization": "Bearer wrong"}, {}),
-                                ({"Authorization": f"Bearer {kit.token(who)}"}, {}),
-                                ({}, {"admin_token": "wrong"})):
-            async with kit.http.request(method, kit.base + path, headers=headers, params=params,
-                                        json={"student_id": who, "session_id": "s1"}) as response:
+        for headers, params in (
+            ({}, {}),
+            ({"Authorization": "Bearer wrong"}, {}),
+            ({"Authorization": f"Bearer {kit.token(who)}"}, {}),
+            ({}, {"admin_token": "wrong"}),
+        ):
+            async with kit.http.request(
+                method, kit.base + path, headers=headers, params=params, json={"student_id": who, "session_id": "s1"}
+            ) as response:
                 assert response.status == 401, (path, headers, params)
                 assert (await response.json())["error"].startswith("admin_token")
 
 
 async def test_admin_tick_validation(kit: Kit) -> None:
     auth = {"Authorization": f"Bearer {ADMIN}"}
-    for body, status, code in ((b"nope", 400, "invalid_json"), (b"[]", 400, "invalid_json"),
-                               (b'{"session_id": "s"}', 422, "student_id_invalid"),
-                               (b'{"student_id": "a", "session_id": 3}', 422, "session_id_invalid")):
+    for body, status, code in (
+        (b"nope", 400, "invalid_json"),
+        (b"[]", 400, "invalid_json"),
+        (b'{"session_id": "s"}', 422, "student_id_invalid"),
+        (b'{"student_id": "a", "session_id": 3}', 422, "session_id_invalid"),
+    ):
         async with kit.http.post(f"{kit.base}/admin/tick", data=body, headers=auth) as response:
             assert response.status == status, body
             assert (await response.json())["error"] == code
 
 
-async def test_admin_tick_detects_and_pushes_once(
-        stack: Settings, unique_prefix: str, fake_ollama: FakeOllama) -> None:  # noqa: F811
+async def test_admin_tick_detects_and_pushes_once(stack: Settings, unique_prefix: str, fake_ollama: FakeOllama) -> None:  # noqa: F811
     from streams.ingest import decode_line
     from tests.e2e.telemetry import wheel_spin_lines
 
@@ -470,11 +515,13 @@ async def test_admin_tick_detects_and_pushes_once(
 
 
 def test_gateway_refuses_to_start_without_secrets(stack: Settings) -> None:
-    for update in ({"token_secret": None, "admin_token": SecretStr(ADMIN)},
-                   {"token_secret": SecretStr(SECRET), "admin_token": None},
-                   {"token_secret": SecretStr(" "), "admin_token": None},
-                   {"token_secret": SecretStr("x" * 31), "admin_token": SecretStr(ADMIN)},
-                   {"token_secret": SecretStr(SECRET), "admin_token": SecretStr("short-admin")}):
+    for update in (
+        {"token_secret": None, "admin_token": SecretStr(ADMIN)},
+        {"token_secret": SecretStr(SECRET), "admin_token": None},
+        {"token_secret": SecretStr(" "), "admin_token": None},
+        {"token_secret": SecretStr("x" * 31), "admin_token": SecretStr(ADMIN)},
+        {"token_secret": SecretStr(SECRET), "admin_token": SecretStr("short-admin")},
+    ):
         settings = stack.model_copy(update=update)
         with pytest.raises(ConfigurationError, match=r"TOKEN_SECRET|ADMIN_TOKEN"):
             build_app(settings)
@@ -542,28 +589,45 @@ async def test_question_is_stored_published_and_echoed(kit: Kit) -> None:
 
 def _trigger(who: str, trigger_id: str) -> TriggerFired:
     return TriggerFired(
-        trigger_id=trigger_id, type=TriggerType.WHEEL_SPIN, student_key=who, student_id=who,
-        session_id="s1", run_index=int(uuid.UUID(trigger_id).int % 10_000), alert=None,
-        ts=time.time(), timestamp="2026-01-01T00:00:00Z", playground="GO-Mars", event_id="42",
+        trigger_id=trigger_id,
+        type=TriggerType.WHEEL_SPIN,
+        student_key=who,
+        student_id=who,
+        session_id="s1",
+        run_index=int(uuid.UUID(trigger_id).int % 10_000),
+        alert=None,
+        ts=time.time(),
+        timestamp="2026-01-01T00:00:00Z",
+        playground="GO-Mars",
+        event_id="42",
         detail="6 identical reruns",
-        evidence=TriggerEvidence(recent_distances=[3, 0, 0, 0, 0, 0, 0], zero_streak=6, threshold=6))
+        evidence=TriggerEvidence(recent_distances=[3, 0, 0, 0, 0, 0, 0], zero_streak=6, threshold=6),
+    )
 
 
-async def _store_trigger(kit: Kit, who: str, trigger_id: str, *, reason: str | None = None,
-                         message: str | None = None) -> tuple[TriggerFired, int | None]:
+async def _store_trigger(
+    kit: Kit, who: str, trigger_id: str, *, reason: str | None = None, message: str | None = None
+) -> tuple[TriggerFired, int | None]:
     """A stored fire as the service leaves it: suppressed (``reason``), or acted with ``message``."""
     trigger = _trigger(who, trigger_id)
     request = FeedbackRequest(
-        request_id=str(uuid.uuid4()), lane=Lane.PROACTIVE, student_key=who, student_id=who,
-        session_id="s1", playground="GO-Mars", ts=trigger.ts, trigger=trigger,
-        decision="suppress" if reason else "act", suppress_reason=reason)
+        request_id=str(uuid.uuid4()),
+        lane=Lane.PROACTIVE,
+        student_key=who,
+        student_id=who,
+        session_id="s1",
+        playground="GO-Mars",
+        ts=trigger.ts,
+        trigger=trigger,
+        decision="suppress" if reason else "act",
+        suppress_reason=reason,
+    )
     status = "suppressed" if reason else "pending"
     assert await repo_triggers.record_trigger(kit.pool, request, status=status, reason=reason)
     if message is None:
         return trigger, None
     message_id = await kit.store(who, message, trigger_id=trigger_id)
-    response_id = await kit.pool.fetchval("select response_id::text from chat.messages where id = $1",
-                                          message_id)
+    response_id = await kit.pool.fetchval("select response_id::text from chat.messages where id = $1", message_id)
     assert await repo_triggers.mark_acted(kit.pool, trigger_id, response_id)
     return trigger, message_id
 
@@ -571,10 +635,10 @@ async def _store_trigger(kit: Kit, who: str, trigger_id: str, *, reason: str | N
 async def test_board_snapshot_and_live_triggers(kit: Kit) -> None:
     who = student()
     early, _ = await _store_trigger(kit, who, str(uuid.uuid4()), reason="cooldown")
-    sent, message_id = await _store_trigger(kit, who, str(uuid.uuid4()),
-                                            message="Have you tried changing the turn angle?")
-    response = await kit.http.get(f"{kit.base}/admin/board/stream",
-                                  headers={"Authorization": f"Bearer {ADMIN}"})
+    sent, message_id = await _store_trigger(
+        kit, who, str(uuid.uuid4()), message="Have you tried changing the turn angle?"
+    )
+    response = await kit.http.get(f"{kit.base}/admin/board/stream", headers={"Authorization": f"Bearer {ADMIN}"})
     assert response.status == 200
     board = Stream(response)
     snapshot = (await board.until(lambda e: e.event == "snapshot")).json()["triggers"]
@@ -591,17 +655,34 @@ async def test_board_snapshot_and_live_triggers(kit: Kit) -> None:
     assert got["trigger_id"] == live.trigger_id and got["type"] == "wheel_spin"
     assert got["evidence"]["recent_distances"] == [3, 0, 0, 0, 0, 0, 0] and got["status"] == "pending"
 
-    outcome = NudgeOutcome(trigger_id=live.trigger_id, trigger_type="wheel_spin", student_key=who,
-                           session_id="s1", status="suppressed", reason="cooldown", at=time.time())
+    outcome = NudgeOutcome(
+        trigger_id=live.trigger_id,
+        trigger_type="wheel_spin",
+        student_key=who,
+        session_id="s1",
+        status="suppressed",
+        reason="cooldown",
+        at=time.time(),
+    )
     await kit.producer.send_and_wait(topic(T.NUDGE_OUTCOMES.name), encode(outcome), key=who.encode())
     got = (await board.until(lambda e: e.event == "outcome")).json()
     assert got["trigger_id"] == live.trigger_id and got["reason"] == "cooldown"
 
     nudge_id = 10**12 + uuid.uuid4().int % 10**6  # a record only: the live trigger has no row
-    nudge = FeedbackMessage(message_id=nudge_id, response_id=str(uuid.uuid4()), student_key=who,
-                            session_id="s1", role="assistant", origin=Lane.PROACTIVE, text="A nudge",
-                            feedback_classes=["REASSURE"], model="template", trigger_id=live.trigger_id,
-                            trigger_type="wheel_spin", created_at=time.time())
+    nudge = FeedbackMessage(
+        message_id=nudge_id,
+        response_id=str(uuid.uuid4()),
+        student_key=who,
+        session_id="s1",
+        role="assistant",
+        origin=Lane.PROACTIVE,
+        text="A nudge",
+        feedback_classes=["REASSURE"],
+        model="template",
+        trigger_id=live.trigger_id,
+        trigger_type="wheel_spin",
+        created_at=time.time(),
+    )
     await kit.producer.send_and_wait(topic(T.FEEDBACK.name), encode(nudge), key=who.encode())
     got = (await board.until(lambda e: e.event == "nudge")).json()
     assert got["message_id"] == nudge_id and got["trigger_id"] == live.trigger_id
@@ -612,8 +693,7 @@ async def test_board_snapshot_and_live_triggers(kit: Kit) -> None:
 async def test_health_and_metrics(kit: Kit) -> None:
     async with kit.http.get(f"{kit.base}/healthz") as response:
         assert response.status == 200
-        assert await response.json() == {"status": "ok", "kafka_consumer": True, "database": True,
-                                         "open_streams": 0}
+        assert await response.json() == {"status": "ok", "kafka_consumer": True, "database": True, "open_streams": 0}
     who = student()
     stream = await open_stream(kit, who, kit.token(who), last_id=0)
     await kit.store(who, "counted")

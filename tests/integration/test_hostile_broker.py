@@ -32,7 +32,9 @@ async def stored_error_messages(url: str, student_prefix: str) -> list[str]:
         for _ in range(150):
             rows = await conn.fetch(
                 "select record->>'error_message' as m from event_logs.events "
-                "where student_key like $1 and record->>'error_message' is not null", student_prefix + "%")
+                "where student_key like $1 and record->>'error_message' is not null",
+                student_prefix + "%",
+            )
             if rows:
                 return [r["m"] for r in rows]
             await asyncio.sleep(0.2)
@@ -47,9 +49,13 @@ def test_a_classroom_with_hostile_lines_replays_exactly_for_every_honest_student
     with scratch_database(stack) as db:
         settings = isolated(db, unique_prefix)
         url = settings.database_url.get_secret_value()
-        worker = WorkerProcess(settings.app_id, settings.topic_prefix, clock="replay",
-                               extra_args=["--commit-interval", "0.2"],
-                               env={"DATABASE_URL": url, "MAX_SESSIONS_PER_STUDENT": "16"}).start()
+        worker = WorkerProcess(
+            settings.app_id,
+            settings.topic_prefix,
+            clock="replay",
+            extra_args=["--commit-interval", "0.2"],
+            env={"DATABASE_URL": url, "MAX_SESSIONS_PER_STUDENT": "16"},
+        ).start()
         try:
             result = run(replay(settings, mixed, timeout_s=240, worker=worker))
             stored = run(stored_error_messages(url, HOSTILE_PREFIX))
@@ -70,13 +76,20 @@ def test_a_classroom_with_hostile_lines_replays_exactly_for_every_honest_student
     # the NUL reached the event store as U+FFFD
     assert stored and all("\x00" not in m for m in stored) and any("bad\ufffdbyte" == m for m in stored)
     # honest students: exactly the golden sessions
-    summary = build_summary(result.observed, input_name=SAMPLE_CLASSROOM.name, input_sha256="-",
-                            input_report=result.input_report(len(mixed)))
+    summary = build_summary(
+        result.observed,
+        input_name=SAMPLE_CLASSROOM.name,
+        input_sha256="-",
+        input_report=result.input_report(len(mixed)),
+    )
     honest = [s for s in summary["sessions"] if not s["student_id"].startswith(HOSTILE_PREFIX)]
     assert [s["session_id"] for s in honest] == [s["session_id"] for s in golden["sessions"]]
     for ours, theirs in zip(honest, golden["sessions"], strict=True):
         assert ours == theirs, ours["session_id"]
     # the hostile students' bomb runs were unscored, not fatal
-    hostile_unscored = Counter(d.reason.value for d in result.observed.dead
-                               if d.stage == "analysis" and (d.student_key or "").startswith(HOSTILE_PREFIX))
+    hostile_unscored = Counter(
+        d.reason.value
+        for d in result.observed.dead
+        if d.stage == "analysis" and (d.student_key or "").startswith(HOSTILE_PREFIX)
+    )
     assert hostile_unscored["xml_error"] == 2 * 3

@@ -86,8 +86,9 @@ def first_letters(letters: Iterable[DeadLetter]) -> list[DeadLetter]:
         assert letter.source is not None
         key = (letter.stage, letter.source.topic, letter.source.partition, letter.source.offset)
         if key in out:
-            assert out[key].model_copy(update={"dead_lettered_at": 0}) == \
-                letter.model_copy(update={"dead_lettered_at": 0})
+            assert out[key].model_copy(update={"dead_lettered_at": 0}) == letter.model_copy(
+                update={"dead_lettered_at": 0}
+            )
             continue
         out[key] = letter
     return list(out.values())

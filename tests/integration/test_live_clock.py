@@ -21,8 +21,13 @@ pytestmark = pytest.mark.integration
 
 def line(student: str, ts: float, event_id: int) -> bytes:
     stamp = datetime.fromtimestamp(int(ts), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    payload = {"eventType": "blockChanged", "studentID": student, "sessionID": f"{student}-s",
-               "timestamp": stamp, "playground": "GOMars"}
+    payload = {
+        "eventType": "blockChanged",
+        "studentID": student,
+        "sessionID": f"{student}-s",
+        "timestamp": stamp,
+        "playground": "GOMars",
+    }
     return json.dumps({"id": event_id, "raw_message": json.dumps(payload)}).encode()
 
 
@@ -38,8 +43,9 @@ def test_ticks_alert_quiet_students_and_skip_forgotten_ones(stack, unique_prefix
 
     async def scenario() -> list[TriggerFired]:
         await ensure_topics(settings)
-        worker = start_worker(settings, "live", "--set", "trigger_poll_interval_s=0.5",
-                              "--set", "trigger_student_recency_hours=1")
+        worker = start_worker(
+            settings, "live", "--set", "trigger_poll_interval_s=0.5", "--set", "trigger_student_recency_hours=1"
+        )
         try:
             await produce_lines(settings, lines)
             await wait_analysed(settings, 60)

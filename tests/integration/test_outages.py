@@ -75,19 +75,37 @@ class Lane:
 
 def oracle(settings: Settings) -> dict[str, tuple[str, str | None]]:
     """trigger id → (status, reason) as the pure engine and nudge policy decide them in process."""
-    run = analyze_lines(LINES, EngineConfig.from_settings(settings), TreeEditScorer(),
-                        NudgeConfig.from_settings(settings), partitions=settings.topic_partitions)
-    return {r.trigger.trigger_id: ("acted", None) if r.decision == "act" else ("suppressed", r.suppress_reason)
-            for r in run.observed.requests if r.trigger is not None}
+    run = analyze_lines(
+        LINES,
+        EngineConfig.from_settings(settings),
+        TreeEditScorer(),
+        NudgeConfig.from_settings(settings),
+        partitions=settings.topic_partitions,
+    )
+    return {
+        r.trigger.trigger_id: ("acted", None) if r.decision == "act" else ("suppressed", r.suppress_reason)
+        for r in run.observed.requests
+        if r.trigger is not None
+    }
 
 
 def lane_worker(lane: Lane, *extra: str) -> WorkerProcess:
     s = lane.settings
-    return start_worker(s, "replay", "--set", "trigger_daemon_enabled=true",
-                        "--set", f"database_url={s.database_url.get_secret_value()}",
-                        "--set", f"kafka_bootstrap_servers={s.kafka_bootstrap_servers}",
-                        "--set", f"ollama_host={lane.model_url}",
-                        "--set", "feedback_retry_after_s=1", *extra)
+    return start_worker(
+        s,
+        "replay",
+        "--set",
+        "trigger_daemon_enabled=true",
+        "--set",
+        f"database_url={s.database_url.get_secret_value()}",
+        "--set",
+        f"kafka_bootstrap_servers={s.kafka_bootstrap_servers}",
+        "--set",
+        f"ollama_host={lane.model_url}",
+        "--set",
+        "feedback_retry_after_s=1",
+        *extra,
+    )
 
 
 async def db_value(settings: Settings, sql: str) -> int:
@@ -126,7 +144,8 @@ async def drain(settings: Settings, until_no_pending_s: float = 90.0) -> None:
         await settled(lambda topic=topic: wait_consumed(settings, settings.app_id, settings.topic(topic), 180))
     deadline = time.monotonic() + until_no_pending_s
     while time.monotonic() < deadline and await db_value(
-            settings, "select count(*) from event_logs.agent_triggers where status = 'pending'"):
+        settings, "select count(*) from event_logs.agent_triggers where status = 'pending'"
+    ):
         await asyncio.sleep(0.5)
 
 
@@ -135,8 +154,8 @@ async def _stored(settings: Settings) -> tuple[list[asyncpg.Record], list[asyncp
     try:
         fires = await conn.fetch("select trigger_id::text, status, reason from event_logs.agent_triggers")
         messages = await conn.fetch(
-            "select id, response_id::text, trigger_id::text, message_text from chat.messages"
-            " where role = 'assistant'")
+            "select id, response_id::text, trigger_id::text, message_text from chat.messages where role = 'assistant'"
+        )
         events = int(await conn.fetchval("select count(*) from event_logs.events"))
     finally:
         await conn.close()
@@ -225,15 +244,17 @@ def test_postgres_fast_shutdown_mid_replay_loses_and_duplicates_no_nudge(pg_lane
 @pytest.fixture
 def kafka_lane(stack: Settings, unique_prefix: str) -> Iterator[Lane]:
     """A private broker, a scratch database on the shared PostgreSQL, a fake Ollama subprocess."""
-    with private_stack(stack, "kafka") as broker, scratch_database(broker.settings) as db, \
-            fake_ollama_subprocess(mode="ok") as url:
+    with (
+        private_stack(stack, "kafka") as broker,
+        scratch_database(broker.settings) as db,
+        fake_ollama_subprocess(mode="ok") as url,
+    ):
         settings = isolated(db, unique_prefix, trigger_daemon_enabled=True, ollama_host=url)
         asyncio.run(ensure_topics(settings))
         yield Lane(broker, settings, url)  # the broker and its topics go with the private stack
 
 
-def test_broker_stopped_and_restarted_mid_run_gives_the_golden_triggers_and_each_nudge_once(
-        kafka_lane: Lane) -> None:
+def test_broker_stopped_and_restarted_mid_run_gives_the_golden_triggers_and_each_nudge_once(kafka_lane: Lane) -> None:
     """The only broker stops (a controlled shutdown) while the worker is a third
     of the way through the classroom and comes back on the same data.  The
     worker rides it out (its clients reconnect; it is not restarted); the rest
@@ -282,7 +303,9 @@ ADMIN = "outage-test-admin-token-0123456789abcdef"
 ANSWER_WITHIN_S = 12.0
 
 
-async def _call(http: aiohttp.ClientSession, method: str, url: str, **kwargs: object) -> tuple[int, dict[str, object], float]:
+async def _call(
+    http: aiohttp.ClientSession, method: str, url: str, **kwargs: object
+) -> tuple[int, dict[str, object], float]:
     """Status, JSON body (with the Retry-After header under ``retry_after``) and seconds taken."""
     started = time.monotonic()
     async with http.request(method, url, **kwargs) as response:  # type: ignore[arg-type]
@@ -297,8 +320,9 @@ def test_gateway_answers_503_while_postgres_is_down_and_recovers(stack: Settings
     the same requests succeed once it is back (the pool reconnects; the gateway
     is not restarted)."""
     with private_stack(stack, "postgres") as pg:
-        settings = pg.settings.model_copy(update={
-            "topic_prefix": unique_prefix, "token_secret": SecretStr(SECRET), "admin_token": SecretStr(ADMIN)})
+        settings = pg.settings.model_copy(
+            update={"topic_prefix": unique_prefix, "token_secret": SecretStr(SECRET), "admin_token": SecretStr(ADMIN)}
+        )
         asyncio.run(_gateway_outage(pg, settings))
 
 
@@ -313,11 +337,16 @@ async def _gateway_outage(pg: PrivateStack, settings: Settings) -> None:
 
     async def probe(http: aiohttp.ClientSession, n: int) -> dict[str, tuple[int, dict[str, object], float]]:
         return {
-            "question": await _call(http, "POST", f"{base}/v1/students/{who}/messages",
-                                    json={"text": f"why does my robot stop? ({n})", "session_id": "s1"},
-                                    headers={**student, "Idempotency-Key": f"q-{n}"}),
-            "tick": await _call(http, "POST", f"{base}/admin/tick",
-                                json={"student_id": who, "session_id": "s1"}, headers=admin),
+            "question": await _call(
+                http,
+                "POST",
+                f"{base}/v1/students/{who}/messages",
+                json={"text": f"why does my robot stop? ({n})", "session_id": "s1"},
+                headers={**student, "Idempotency-Key": f"q-{n}"},
+            ),
+            "tick": await _call(
+                http, "POST", f"{base}/admin/tick", json={"student_id": who, "session_id": "s1"}, headers=admin
+            ),
             "healthz": await _call(http, "GET", f"{base}/healthz"),
         }
 

@@ -36,15 +36,17 @@ def test_records_land_in_order_with_the_offsets_the_acknowledgements_report(stac
 
     async def scenario() -> list[Any]:
         await ensure_topics(settings, topics)
-        producer = AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap_servers, linger_ms=0,
-                                    max_batch_size=16384)
+        producer = AIOKafkaProducer(
+            bootstrap_servers=settings.kafka_bootstrap_servers, linger_ms=0, max_batch_size=16384
+        )
         await producer.start()
         try:
             outbox = Outbox(FaustLike(producer))
             for i in range(40):  # 4 KB values: a 16 KB batch fills after three records
                 topic, partition = topics[i % 2], i % 3
-                outbox.add(topic, partition, f"k{i}".encode(), bytes([i]) * 4096,
-                                 lambda tp, offset: acked.append((tp, offset)))
+                outbox.add(
+                    topic, partition, f"k{i}".encode(), bytes([i]) * 4096, lambda tp, offset: acked.append((tp, offset))
+                )
             await outbox.send()
             last = await producer.send(topics[0], b"direct", key=b"direct", partition=0)
             await producer.flush()

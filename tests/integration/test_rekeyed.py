@@ -26,8 +26,9 @@ async def produce_all_to_partition(settings, lines: list[bytes], partition: int)
     await producer.start()
     try:
         for number, line in enumerate(lines, start=1):
-            await producer.send(settings.topic(T.RAW.name), line, partition=partition,
-                                headers=[(LINE_HEADER, str(number).encode())])
+            await producer.send(
+                settings.topic(T.RAW.name), line, partition=partition, headers=[(LINE_HEADER, str(number).encode())]
+            )
         await producer.flush()
     finally:
         await producer.stop()
@@ -58,7 +59,6 @@ def test_lines_off_their_students_partition_are_rekeyed_and_give_the_golden_outp
     assert {t.trigger_id for t in result.observed.triggers} == golden_ids()
     golden = golden_for(SAMPLE_CLASSROOM)
     runs = {(r.session_id, r.run_index): r.edit_distance for r in result.observed.runs}
-    assert runs == {(s["session_id"], r["index"]): r["edit_distance"]
-                    for s in golden["sessions"] for r in s["runs"]}
+    assert runs == {(s["session_id"], r["index"]): r["edit_distance"] for s in golden["sessions"] for r in s["runs"]}
     assert rekeyed == moved  # exactly the lines of students homed on another partition
     assert events == {e.event_id for e in accepted}  # every event on the public topic, once re-keyed or not

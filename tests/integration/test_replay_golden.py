@@ -20,8 +20,17 @@ from vexnudge.replay import delete_topics, replay
 
 pytestmark = pytest.mark.integration
 
-COMPARED = ("runs", "unscored_runs", "triggers", "inactive", "episodes", "pauses", "trigger_counts",
-            "n_events", "event_types")
+COMPARED = (
+    "runs",
+    "unscored_runs",
+    "triggers",
+    "inactive",
+    "episodes",
+    "pauses",
+    "trigger_counts",
+    "n_events",
+    "event_types",
+)
 
 
 @pytest.mark.parametrize("log", all_logs(), ids=lambda p: p.stem)
@@ -33,10 +42,13 @@ def test_broker_replay_matches_golden(stack, unique_prefix, log: Path) -> None:
         result = run(replay(settings, lines, timeout_s=180))
     finally:
         run(delete_topics(settings))
-    summary = build_summary(result.observed, input_name=log.name,
-                            input_sha256=hashlib.sha256(data).hexdigest(),
-                            input_report=result.input_report(len(lines)),
-                            config=EngineConfig.from_settings(settings))
+    summary = build_summary(
+        result.observed,
+        input_name=log.name,
+        input_sha256=hashlib.sha256(data).hexdigest(),
+        input_report=result.input_report(len(lines)),
+        config=EngineConfig.from_settings(settings),
+    )
     golden = golden_for(log)
     for key in ("input_report", "horizon_ts", "n_sessions", "n_unscored_runs", "trigger_counts"):
         assert summary[key] == golden[key], key

@@ -46,9 +46,7 @@ def student() -> str:
     return f"st-{uuid.uuid4().hex[:10]}"
 
 
-def event(
-    student: str, event_id: str, ts: float, session: str = "s1", **extra: object
-) -> NormalizedEvent:
+def event(student: str, event_id: str, ts: float, session: str = "s1", **extra: object) -> NormalizedEvent:
     int_id = int(event_id) if event_id.isdigit() else None
     fields: dict[str, object] = {
         "event_id": event_id,
@@ -76,9 +74,7 @@ def fire(
 ) -> TriggerFired:
     since = 700.0 if run_index is None else None
     return TriggerFired(
-        trigger_id=trigger_id(
-            student, session, kind.value, run_index=run_index, idle_since_ts=since, alert=alert
-        ),
+        trigger_id=trigger_id(student, session, kind.value, run_index=run_index, idle_since_ts=since, alert=alert),
         type=kind,
         student_key=student,
         student_id=student.upper(),
@@ -184,9 +180,7 @@ async def test_record_trigger_once(pool: asyncpg.Pool, student: str) -> None:
 async def test_fire_keys(pool: asyncpg.Pool, student: str) -> None:
     idle = fire(student, kind=TriggerType.INACTIVE, run_index=None, alert=1, ts=1540.0)
     assert triggers.fire_key(idle) == "idle:700.000:1"
-    assert await triggers.record_trigger(
-        pool, proactive(idle), status="suppressed", reason="realert_cap"
-    )
+    assert await triggers.record_trigger(pool, proactive(idle), status="suppressed", reason="realert_cap")
     rows = await triggers.triggers_for(pool, student, "s1")
     assert [(r.trigger_type, r.fire_key, r.status, r.reason) for r in rows] == [
         ("inactive", "idle:700.000:1", "suppressed", "realert_cap")
@@ -225,9 +219,7 @@ async def test_pending_requests(pool: asyncpg.Pool, student: str) -> None:
     found = await triggers.pending_requests(pool, older_than_s=0, limit=10_000)
     ids = {r.request_id for r in found}
     assert pending.request_id in ids and done.request_id not in ids
-    assert pending.request_id not in {
-        r.request_id for r in await triggers.pending_requests(pool, older_than_s=3600)
-    }
+    assert pending.request_id not in {r.request_id for r in await triggers.pending_requests(pool, older_than_s=3600)}
 
 
 async def test_claims_skip_rows_held_by_another_transaction(scratch_pool: asyncpg.Pool) -> None:
@@ -269,10 +261,7 @@ async def test_claim_waits_for_the_backoff_and_the_pass(scratch_pool: asyncpg.Po
         started = await conn.fetchval("select clock_timestamp()")
     await triggers.note_attempt(pool, trig.trigger_id, "tried in this pass")
     async with pool.acquire() as conn, conn.transaction():
-        assert (
-            await triggers.claim_due(conn, retry_after_s=0, max_delay_s=0, touched_before=started)
-            is None
-        )
+        assert await triggers.claim_due(conn, retry_after_s=0, max_delay_s=0, touched_before=started) is None
         row = await triggers.claim_due(conn, retry_after_s=0, max_delay_s=0)
         assert row is not None and row.trigger_id == trig.trigger_id
         # the row is pending with 2 attempts; mark it done so later claims skip it
@@ -385,9 +374,7 @@ async def test_messages_after_and_chat(pool: asyncpg.Pool, student: str) -> None
     assert ids == sorted(ids)
     replay = await messages.messages_after(pool, student, ids[2])
     assert [m.text for m in replay] == ["m3", "m5", "m7"]
-    both = await messages.messages_after(
-        pool, student, ids[2], limit=2, roles=("student", "assistant")
-    )
+    both = await messages.messages_after(pool, student, ids[2], limit=2, roles=("student", "assistant"))
     assert [m.text for m in both] == ["m3", "m4"]
     assert await messages.messages_after(pool, student, ids[-1]) == []
     chat = await messages.recent_chat(pool, student, "s1")
@@ -395,9 +382,7 @@ async def test_messages_after_and_chat(pool: asyncpg.Pool, student: str) -> None
     assert await messages.recent_chat(pool, student, "other") == []
 
 
-async def test_recent_chat_leaves_out_the_question_being_answered(
-    pool: asyncpg.Pool, student: str
-) -> None:
+async def test_recent_chat_leaves_out_the_question_being_answered(pool: asyncpg.Pool, student: str) -> None:
     rid = str(uuid.uuid4())
     await messages.insert_message(
         pool,
@@ -422,9 +407,7 @@ async def test_recent_chat_leaves_out_the_question_being_answered(
     assert chat == [("assistant", "earlier")]
 
 
-async def test_nudge_rows_join_their_trigger_and_publish_marks(
-    pool: asyncpg.Pool, student: str
-) -> None:
+async def test_nudge_rows_join_their_trigger_and_publish_marks(pool: asyncpg.Pool, student: str) -> None:
     trig = fire(student)
     await triggers.record_trigger(pool, proactive(trig), status="pending")
     rid = derived_id("nudge", trig.trigger_id)
@@ -447,14 +430,10 @@ async def test_nudge_rows_join_their_trigger_and_publish_marks(
         "6 identical reruns",
         trig.trigger_id,
     )
-    assert stored.id in {
-        m.id for m in await messages.unpublished(pool, older_than_s=0, limit=100_000)
-    }
+    assert stored.id in {m.id for m in await messages.unpublished(pool, older_than_s=0, limit=100_000)}
     assert await messages.mark_published(pool, [stored.id]) == 1
     assert await messages.mark_published(pool, [stored.id]) == 0
-    assert stored.id not in {
-        m.id for m in await messages.unpublished(pool, older_than_s=0, limit=100_000)
-    }
+    assert stored.id not in {m.id for m in await messages.unpublished(pool, older_than_s=0, limit=100_000)}
 
 
 async def test_reply_for_request(pool: asyncpg.Pool, student: str) -> None:

@@ -37,7 +37,11 @@ def golden_triggers() -> dict[str, tuple[object, ...]]:
     for s in golden["sessions"]:
         key = s["student_id"].strip().lower()
         for t in s["triggers"]:
-            out[trigger_id(key, s["session_id"], t["type"], t["run_index"])] = (s["session_id"], t["type"], t["run_index"])
+            out[trigger_id(key, s["session_id"], t["type"], t["run_index"])] = (
+                s["session_id"],
+                t["type"],
+                t["run_index"],
+            )
         for a in s["inactive"]:
             tid = trigger_id(key, s["session_id"], "inactive", idle_since_ts=a["idle_since_ts"], alert=a["alert"])
             out[tid] = (s["session_id"], "inactive", a["alert"], a["idle_since_ts"])
@@ -72,8 +76,11 @@ def assert_golden_triggers(triggers: list[object], *, crashed: bool) -> Counter[
     seen: Counter[str] = Counter(t.trigger_id for t in triggers)  # type: ignore[attr-defined]
     first = {t.trigger_id: t for t in reversed(triggers)}  # type: ignore[attr-defined]
     missing = sorted(golden[i] for i in set(golden) - set(seen))
-    extra = sorted((t.session_id, t.type.value, t.run_index, t.alert, t.ts)  # type: ignore[attr-defined]
-                   for i, t in first.items() if i not in golden)
+    extra = sorted(
+        (t.session_id, t.type.value, t.run_index, t.alert, t.ts)  # type: ignore[attr-defined]
+        for i, t in first.items()
+        if i not in golden
+    )
     assert not missing and not extra, f"missing {missing}; extra {extra}"
     repeated = {golden[i]: n for i, n in seen.items() if n > 1}
     if not crashed:
@@ -96,7 +103,8 @@ def assert_one_row_per_trigger(settings: Settings) -> None:
     rows = Counter(asyncio.run(_trigger_rows(settings)))
     assert rows == Counter(golden_ids()), (
         f"missing {sorted(golden_ids() - set(rows))}; extra {sorted(set(rows) - golden_ids())}; "
-        f"repeated {sorted(i for i, n in rows.items() if n > 1)}")
+        f"repeated {sorted(i for i, n in rows.items() if n > 1)}"
+    )
 
 
 async def finish(settings: Settings, lines: list[bytes]) -> ReplayResult:
@@ -150,8 +158,9 @@ def kill_9_midway(settings: Settings, worker: Callable[[], WorkerProcess]) -> tu
 
 def db_worker(settings: Settings, *extra: str, datadir: Path | None = None) -> WorkerProcess:
     """A worker whose feedback agent records the fires in ``settings``' database."""
-    return start_worker(settings, "replay", "--set", f"database_url={settings.database_url.get_secret_value()}",
-                        *extra, datadir=datadir)
+    return start_worker(
+        settings, "replay", "--set", f"database_url={settings.database_url.get_secret_value()}", *extra, datadir=datadir
+    )
 
 
 def test_kill_9_midway_then_restart_fires_every_trigger_once(stack, unique_prefix) -> None:
@@ -174,8 +183,9 @@ def test_kill_9_of_a_rocksdb_worker_then_restart_on_its_data_directory(stack, un
     datadir = tmp_path / "worker"
     with scratch_database(stack) as db:
         settings = isolated(db, unique_prefix)
-        result, _, second = kill_9_midway(settings, lambda: db_worker(
-            settings, "--set", "worker_store=rocksdb://", datadir=datadir))
+        result, _, second = kill_9_midway(
+            settings, lambda: db_worker(settings, "--set", "worker_store=rocksdb://", datadir=datadir)
+        )
         assert_golden_triggers(result.observed.triggers, crashed=True)
         assert_one_row_per_trigger(settings)
     assert "did not stop cleanly; dropped its RocksDB table files" in (datadir / "worker.log").read_text()

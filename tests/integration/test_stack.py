@@ -66,16 +66,12 @@ async def test_broker_runs_our_configuration(stack: Settings) -> None:
     assert config["transaction.state.log.replication.factor"] == "1"
 
 
-async def test_topic_with_partitions_round_trips_a_message(
-    stack: Settings, unique_prefix: str
-) -> None:
+async def test_topic_with_partitions_round_trips_a_message(stack: Settings, unique_prefix: str) -> None:
     topic = f"{unique_prefix}roundtrip"
     admin = AIOKafkaAdminClient(bootstrap_servers=stack.kafka_bootstrap_servers)
     await admin.start()
     try:
-        await admin.create_topics(
-            [NewTopic(topic, num_partitions=stack.topic_partitions, replication_factor=1)]
-        )
+        await admin.create_topics([NewTopic(topic, num_partitions=stack.topic_partitions, replication_factor=1)])
         # The metadata lists a new topic's partitions a moment after the creation returns.
         deadline = asyncio.get_running_loop().time() + 10.0
         while True:
@@ -93,9 +89,7 @@ async def test_topic_with_partitions_round_trips_a_message(
         sent = await producer.send_and_wait(topic, b"hello", key=b"student-1", partition=5)
     finally:
         await producer.stop()
-    consumer = AIOKafkaConsumer(
-        bootstrap_servers=stack.kafka_bootstrap_servers, enable_auto_commit=False
-    )
+    consumer = AIOKafkaConsumer(bootstrap_servers=stack.kafka_bootstrap_servers, enable_auto_commit=False)
     await consumer.start()
     try:
         consumer.assign([TopicPartition(topic, 5)])
@@ -111,10 +105,7 @@ async def test_postgres_answers_and_lists_the_first_migration(stack: Settings) -
     try:
         assert await conn.fetchval("select 1") == 1
         versions = [
-            r["version"]
-            for r in await conn.fetch(
-                "select version from public.schema_migrations order by version"
-            )
+            r["version"] for r in await conn.fetch("select version from public.schema_migrations order by version")
         ]
         schemas = {r["nspname"] for r in await conn.fetch("select nspname from pg_namespace")}
     finally:
@@ -142,9 +133,7 @@ async def scratch_schema(stack: Settings) -> AsyncIterator[tuple[asyncpg.Connect
         await conn.close()
 
 
-async def test_changed_migration_is_refused(
-    scratch_schema: tuple[asyncpg.Connection, str], tmp_path: Path
-) -> None:
+async def test_changed_migration_is_refused(scratch_schema: tuple[asyncpg.Connection, str], tmp_path: Path) -> None:
     conn, schema = scratch_schema
     table = f"{schema}.schema_migrations"
     (tmp_path / "0001_things.sql").write_text(f"create table {schema}.things (id int primary key);")
@@ -160,21 +149,15 @@ async def test_changed_migration_is_refused(
 
     (tmp_path / "0001_things.sql").write_text(f"create table {schema}.things (id bigint);")
     (tmp_path / "0003_new.sql").write_text(f"create table {schema}.newer (id int);")
-    with pytest.raises(
-        ChecksumMismatch, match=r"0001_things\.sql was changed after it was applied"
-    ):
+    with pytest.raises(ChecksumMismatch, match=r"0001_things\.sql was changed after it was applied"):
         await migrate(conn, load_migrations(tmp_path), table=table)
     assert await conn.fetchval("select to_regclass($1)", f"{schema}.newer") is None
 
 
-async def test_failed_migration_is_rolled_back(
-    scratch_schema: tuple[asyncpg.Connection, str], tmp_path: Path
-) -> None:
+async def test_failed_migration_is_rolled_back(scratch_schema: tuple[asyncpg.Connection, str], tmp_path: Path) -> None:
     conn, schema = scratch_schema
     table = f"{schema}.schema_migrations"
-    (tmp_path / "0001_half.sql").write_text(
-        f"create table {schema}.half (id int); select no_such_function();"
-    )
+    (tmp_path / "0001_half.sql").write_text(f"create table {schema}.half (id int); select no_such_function();")
     with pytest.raises(MigrationError, match=r"0001_half\.sql failed and was rolled back"):
         await migrate(conn, load_migrations(tmp_path), table=table)
     assert await conn.fetchval("select to_regclass($1)", f"{schema}.half") is None
@@ -198,9 +181,7 @@ def test_a_port_held_by_a_stranger_is_a_clear_error(stack: Settings, tmp_path: P
         listener.bind(("127.0.0.1", 0))
         listener.listen()
         port = listener.getsockname()[1]
-        blocked = stack.model_copy(
-            update={"stack_dir": tmp_path / ".vexnudge", "postgres_port": port}
-        )
+        blocked = stack.model_copy(update={"stack_dir": tmp_path / ".vexnudge", "postgres_port": port})
         (state,) = lifecycle.status(blocked, only=["postgres"])
         assert state.status == "blocked" and "not part of a vexnudge stack" in state.detail
         with pytest.raises(PortInUse, match=f"port {port}"):

@@ -87,9 +87,13 @@ class Demo:
 
     def __init__(self, *args: str) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "vexnudge.cli", "demo", *args], cwd=PROJECT_ROOT,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT)})
+            [sys.executable, "-m", "vexnudge.cli", "demo", *args],
+            cwd=PROJECT_ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT)},
+        )
         self.lines: list[str] = []
         self.children: set[int] = set()
         self._reader = threading.Thread(target=self._read, daemon=True)
@@ -114,8 +118,10 @@ class Demo:
                 if text in line:
                     return line
             time.sleep(0.1)
-        raise AssertionError(f"no {text!r} from the demo; stdout:\n{''.join(self.lines)}"
-                             f"stderr:\n{self.stderr() if self.proc.poll() is not None else ''}")
+        raise AssertionError(
+            f"no {text!r} from the demo; stdout:\n{''.join(self.lines)}"
+            f"stderr:\n{self.stderr() if self.proc.poll() is not None else ''}"
+        )
 
     def stderr(self) -> str:
         assert self.proc.stderr is not None
@@ -182,8 +188,9 @@ def test_a_taken_port_fails_the_demo_with_the_gateways_reason_and_no_url(stack, 
     assert "the gateway exited before it was ready (exit code 1)" in err
     assert f"vexnudge gateway: port {taken_port} on 127.0.0.1 is already taken by another process" in err
     assert "address already in use" in err  # the gateway's own line
-    assert f":{taken_port}/" not in out and "teacher board" not in out, \
+    assert f":{taken_port}/" not in out and "teacher board" not in out, (
         "a page URL was printed for a port the demo does not serve"
+    )
     print(err)
     assert demo.children and not [pid for pid in demo.children if alive(pid)]
 
@@ -196,8 +203,13 @@ def test_a_worker_stopped_by_sigterm_mid_replay_commits_what_it_published(stack,
         return sum((await end_offsets(settings, settings.topic(topic))).values())
 
     async def scenario() -> tuple[ReplayResult, float, int, int, int | None, bool, list[bytes]]:
-        first = WorkerProcess(settings.app_id, settings.topic_prefix, clock="replay", web_port=free_port(),
-                              extra_args=["--commit-interval", "0.2", "--session-timeout", "10"])
+        first = WorkerProcess(
+            settings.app_id,
+            settings.topic_prefix,
+            clock="replay",
+            web_port=free_port(),
+            extra_args=["--commit-interval", "0.2", "--session-timeout", "10"],
+        )
         first.start().wait_ready(120)  # consuming before the lines arrive, so the stop lands mid-replay
         producing = asyncio.ensure_future(produce_lines(settings, lines, rate=150))
         deadline = time.monotonic() + 120
@@ -229,9 +241,11 @@ def test_a_worker_stopped_by_sigterm_mid_replay_commits_what_it_published(stack,
     assert not duplicated, f"{len(duplicated)} events published twice"
     # Exactly the golden triggers, each published once (a kill -9 may publish some twice).
     fired = Counter(t.trigger_id for t in result.observed.triggers)
-    assert fired == Counter(golden_ids()), (f"missing {len(golden_ids() - set(fired))}, "
-                                            f"extra {len(set(fired) - golden_ids())}, "
-                                            f"twice {sum(1 for n in fired.values() if n > 1)}")
+    assert fired == Counter(golden_ids()), (
+        f"missing {len(golden_ids() - set(fired))}, "
+        f"extra {len(set(fired) - golden_ids())}, "
+        f"twice {sum(1 for n in fired.values() if n > 1)}"
+    )
 
 
 async def committed(settings: Settings) -> int:
@@ -253,8 +267,9 @@ def test_sigterm_to_the_gateway_ends_its_streams_and_exits_0(stack, unique_prefi
             streams = []
             for student in ("ada", "bob"):
                 token = tokens.issue(secret.encode(), student, ttl_s=3600, now=time.time())
-                response = await http.get(f"{gateway.base_url}/v1/students/{student}/stream",
-                                          headers={"Authorization": f"Bearer {token}"})
+                response = await http.get(
+                    f"{gateway.base_url}/v1/students/{student}/stream", headers={"Authorization": f"Bearer {token}"}
+                )
                 assert response.status == 200, await response.text()
                 await asyncio.wait_for(response.content.readuntil(b": connected"), 10)  # the opening comment
                 streams.append(response)

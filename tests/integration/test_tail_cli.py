@@ -20,13 +20,21 @@ pytestmark = pytest.mark.integration
 
 
 def _tail(settings, *args: str, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "vexnudge.cli", "tail", *args], env=_env(settings),
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "vexnudge.cli", "tail", *args],
+        env=_env(settings),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def _env(settings) -> dict[str, str]:
-    return {**os.environ, "TOPIC_PREFIX": settings.topic_prefix,
-            "KAFKA_BOOTSTRAP_SERVERS": settings.kafka_bootstrap_servers}
+    return {
+        **os.environ,
+        "TOPIC_PREFIX": settings.topic_prefix,
+        "KAFKA_BOOTSTRAP_SERVERS": settings.kafka_bootstrap_servers,
+    }
 
 
 async def _produce(settings, topic: str, records: list[tuple[bytes, bytes]]) -> None:
@@ -39,8 +47,12 @@ async def _produce(settings, topic: str, records: list[tuple[bytes, bytes]]) -> 
         await producer.stop()
 
 
-TRIGGERS = [(b"otter12", b'{"type": "wheel_spin", "n": 1}'), (b"koala49", b'{"type": "explorer", "n": 2}'),
-            (b"otter12", b"not json \xff"), (b"otter12", b'{"type": "inactive", "n": 4}')]
+TRIGGERS = [
+    (b"otter12", b'{"type": "wheel_spin", "n": 1}'),
+    (b"koala49", b'{"type": "explorer", "n": 2}'),
+    (b"otter12", b"not json \xff"),
+    (b"otter12", b'{"type": "inactive", "n": 4}'),
+]
 
 
 def test_tail_prints_a_topics_records_and_one_students(stack, unique_prefix) -> None:
@@ -51,9 +63,11 @@ def test_tail_prints_a_topics_records_and_one_students(stack, unique_prefix) -> 
     every = _tail(settings, "vex.triggers", "--from-beginning", "--until-end")
     assert every.returncode == 0, every.stderr
     assert [orjson.loads(line) for line in every.stdout.splitlines()] == [
-        {"type": "wheel_spin", "n": 1}, {"type": "explorer", "n": 2},
+        {"type": "wheel_spin", "n": 1},
+        {"type": "explorer", "n": 2},
         {"key": "otter12", "raw": "not json \ufffd"},  # not JSON: shown with its key, not dropped
-        {"type": "inactive", "n": 4}]
+        {"type": "inactive", "n": 4},
+    ]
 
     one = _tail(settings, "vex.triggers", "--from-beginning", "--until-end", "--student", " OTTER12 ")
     assert [orjson.loads(line).get("n") for line in one.stdout.splitlines()] == [1, None, 4]
@@ -67,8 +81,13 @@ def test_tail_follows_new_records_until_interrupted(stack, unique_prefix) -> Non
     settings = isolated(stack, unique_prefix)
     run(ensure_topics(settings))
     run(_produce(settings, settings.topic("vex.runs"), [(b"otter12", b'{"run": 1}')]))
-    follower = subprocess.Popen([sys.executable, "-m", "vexnudge.cli", "tail", "vex.runs", "--from-beginning"],
-                                env=_env(settings), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    follower = subprocess.Popen(
+        [sys.executable, "-m", "vexnudge.cli", "tail", "vex.runs", "--from-beginning"],
+        env=_env(settings),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert follower.stdout is not None
         assert orjson.loads(follower.stdout.readline()) == {"run": 1}

@@ -25,8 +25,11 @@ def test_every_partition_of_new_topics_takes_its_first_record_at_once(stack, uni
         producer = AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap_servers, linger_ms=0)
         await producer.start()
         try:
-            sent = [await producer.send(topic, b"first", key=b"k", partition=partition)
-                    for topic in created for partition in range(settings.topic_partitions)]
+            sent = [
+                await producer.send(topic, b"first", key=b"k", partition=partition)
+                for topic in created
+                for partition in range(settings.topic_partitions)
+            ]
             offsets = [(await s).offset for s in sent]
             return len(offsets), offsets.count(0)
         finally:

@@ -26,8 +26,9 @@ from vexnudge.childproc import ChildFailed, ChildProcess, free_port, listener_is
 
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs Linux /proc and prctl")
 
-IGNORES_SIGTERM = ("import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
-                   "print('up', flush=True); time.sleep(60)")
+IGNORES_SIGTERM = (
+    "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('up', flush=True); time.sleep(60)"
+)
 SLEEPS = "import time; print('up', flush=True); time.sleep(60)"
 
 
@@ -118,9 +119,13 @@ def parent(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[tuple[sub
     """A Python process that started one ChildProcess; yields it and the child's pid."""
     script = tmp_path / "parent.py"
     script.write_text(PARENT.format(sleeps=SLEEPS))
-    proc = subprocess.Popen([sys.executable, str(script), str(tmp_path / "child.log"), request.param],
-                            stdout=subprocess.PIPE, text=True, cwd=PROJECT_ROOT,
-                            env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT)})
+    proc = subprocess.Popen(
+        [sys.executable, str(script), str(tmp_path / "child.log"), request.param],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=PROJECT_ROOT,
+        env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT)},
+    )
     assert proc.stdout is not None
     child_pid = int(proc.stdout.readline())
     wait_for(lambda: "up" in (tmp_path / "child.log").read_text(), 10)

@@ -65,8 +65,14 @@ class Message(NamedTuple):
     offset: int
 
 
-def _watched(committed: dict[TP, int | None], highwater: dict[TP, int], *, acked: dict[TP, list[int]] | None = None,
-             in_flight: tuple[TP, ...] = (), paused: tuple[TP, ...] = ()) -> Any:
+def _watched(
+    committed: dict[TP, int | None],
+    highwater: dict[TP, int],
+    *,
+    acked: dict[TP, list[int]] | None = None,
+    in_flight: tuple[TP, ...] = (),
+    paused: tuple[TP, ...] = (),
+) -> Any:
     consumer = _consumer(committed, acked)
     consumer._unacked_messages = {Message(tp, 0) for tp in in_flight}
     consumer._paused_partitions = set(paused)

@@ -77,9 +77,7 @@ def _block(lines: list[str], i: int, indent: int) -> tuple[Any, int]:
         ):
             if not _blank(lines[i]):
                 item = lines[i].lstrip()[2:]
-                assert not re.match(r"^[\w.-]+:( |$)", item), (
-                    f"unsupported: mapping in list {item!r}"
-                )
+                assert not re.match(r"^[\w.-]+:( |$)", item), f"unsupported: mapping in list {item!r}"
                 items.append(_scalar(item))
             i += 1
         return items, i
@@ -129,9 +127,7 @@ def kafka_env(compose: dict[str, Any]) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def properties() -> dict[str, str]:
     defaults = {name: field.default for name, field in Settings.model_fields.items()}
-    text = render_server_properties(
-        defaults["kafka_port"], defaults["topic_partitions"], Path("/data")
-    )
+    text = render_server_properties(defaults["kafka_port"], defaults["topic_partitions"], Path("/data"))
     return parse_properties(text)
 
 
@@ -144,10 +140,7 @@ def env_name(prop: str) -> str:
 
     ``.`` becomes ``_``, ``_`` becomes ``__`` and ``-`` becomes ``___``.
     """
-    return (
-        "KAFKA_"
-        + prop.replace("-", "\0").replace("_", "__").replace(".", "_").replace("\0", "___").upper()
-    )
+    return "KAFKA_" + prop.replace("-", "\0").replace("_", "__").replace(".", "_").replace("\0", "___").upper()
 
 
 def listeners(value: str) -> dict[str, tuple[str, int]]:
@@ -176,10 +169,10 @@ def test_parser_reads_the_whole_file(compose: dict[str, Any]) -> None:
 def test_the_image_copies_every_package_the_install_finds(compose: dict[str, Any]) -> None:
     from setuptools import find_packages
 
-    wanted = {name.split(".")[0] for name in find_packages(
-        str(PROJECT_ROOT), include=_package_patterns())}
-    copied = set(re.findall(r"^COPY (\w+)/ \1/$", compose["services"]["migrate"]["build"]["dockerfile_inline"],
-                            re.MULTILINE))
+    wanted = {name.split(".")[0] for name in find_packages(str(PROJECT_ROOT), include=_package_patterns())}
+    copied = set(
+        re.findall(r"^COPY (\w+)/ \1/$", compose["services"]["migrate"]["build"]["dockerfile_inline"], re.MULTILINE)
+    )
     assert wanted and copied == wanted
 
 
@@ -209,9 +202,7 @@ def test_broker_image_is_the_pinned_version(compose: dict[str, Any]) -> None:
     assert compose["services"]["kafka"]["image"] == f"apache/kafka:{KAFKA_VERSION}"
 
 
-def test_broker_overrides_match_server_properties(
-    kafka_env: dict[str, str], properties: dict[str, str]
-) -> None:
+def test_broker_overrides_match_server_properties(kafka_env: dict[str, str], properties: dict[str, str]) -> None:
     for key, value in properties.items():
         if key not in ADDRESS_KEYS:
             assert kafka_env.get(env_name(key)) == value, f"{env_name(key)} should be {value!r}"
@@ -244,9 +235,7 @@ def test_listeners_are_reachable_where_advertised(
 ) -> None:
     bound = listeners(kafka_env["KAFKA_LISTENERS"])
     advertised = listeners(kafka_env["KAFKA_ADVERTISED_LISTENERS"])
-    protocols = dict(
-        p.split(":") for p in kafka_env["KAFKA_LISTENER_SECURITY_PROTOCOL_MAP"].split(",")
-    )
+    protocols = dict(p.split(":") for p in kafka_env["KAFKA_LISTENER_SECURITY_PROTOCOL_MAP"].split(","))
     controller = kafka_env["KAFKA_CONTROLLER_LISTENER_NAMES"]
     assert set(bound) == set(protocols) and controller in bound and controller not in advertised
     for name, (_, port) in advertised.items():
@@ -256,9 +245,7 @@ def test_listeners_are_reachable_where_advertised(
     host, port = advertised[internal]
     assert host == compose["services"]["kafka"]["hostname"] == "kafka"
     for app in ("worker", "gateway"):
-        assert (
-            compose["services"][app]["environment"]["KAFKA_BOOTSTRAP_SERVERS"] == f"{host}:{port}"
-        )
+        assert compose["services"][app]["environment"]["KAFKA_BOOTSTRAP_SERVERS"] == f"{host}:{port}"
     assert kafka_env["KAFKA_CONTROLLER_QUORUM_VOTERS"] == f"1@{host}:{bound[controller][1]}"
     # This machine reaches it where the local stack's broker is advertised, via a loopback port.
     (local,) = listeners(properties["advertised.listeners"]).values()

@@ -30,12 +30,17 @@ def test_the_nudge_cooldown_is_the_settings_one() -> None:
 
 def test_the_clients_default_to_the_settings_defaults() -> None:
     model = inspect.signature(OllamaClient.__init__).parameters
-    assert (model["timeout_s"].default, model["max_retries"].default,
-            model["concurrency"].default) == (DEFAULTS.llm_timeout_s, DEFAULTS.llm_max_retries,
-                                              DEFAULTS.llm_concurrency)
+    assert (model["timeout_s"].default, model["max_retries"].default, model["concurrency"].default) == (
+        DEFAULTS.llm_timeout_s,
+        DEFAULTS.llm_max_retries,
+        DEFAULTS.llm_concurrency,
+    )
     scorer = inspect.signature(TreeEditScorer.__init__).parameters
     assert (scorer["max_blocks"].default, scorer["cache_size"].default, DEFAULT_MAX_CPU_MS) == (
-        DEFAULTS.tree_edit_max_blocks, DEFAULTS.tree_edit_cache_size, DEFAULTS.tree_edit_max_cpu_ms)
+        DEFAULTS.tree_edit_max_blocks,
+        DEFAULTS.tree_edit_cache_size,
+        DEFAULTS.tree_edit_max_cpu_ms,
+    )
 
 
 def test_default_reads_the_field_not_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:

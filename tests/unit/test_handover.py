@@ -26,8 +26,9 @@ RAW = TP("vx.raw", 0)
 
 
 def _record(offset: int, tp: TP = RAW, key: bytes | None = b"k") -> Any:
-    return SimpleNamespace(topic=tp.topic, partition=tp.partition, offset=offset, key=key,
-                           value=b"v%d" % offset, headers=[], tp=tp)
+    return SimpleNamespace(
+        topic=tp.topic, partition=tp.partition, offset=offset, key=key, value=b"v%d" % offset, headers=[], tp=tp
+    )
 
 
 async def _lose(task: Any) -> None:
@@ -99,8 +100,9 @@ class _Consumer(mode.Service):
 
     consumer_stopped_errors = (ConnectionError,)
 
-    def __init__(self, batches: list[list[Any]], callback: Any, *, commit_every: int | None = None,
-                 acks: bool = True) -> None:
+    def __init__(
+        self, batches: list[list[Any]], callback: Any, *, commit_every: int | None = None, acks: bool = True
+    ) -> None:
         super().__init__()
         self.batches, self.callback = batches, callback
         self._read_offset: defaultdict[TP, int | None] = defaultdict(lambda: None)

@@ -47,9 +47,12 @@ def modules(package: str) -> list[Path]:
 
 @pytest.mark.parametrize("package", list(ALLOWED))
 def test_each_layer_imports_only_what_it_may(package: str) -> None:
-    wrong = [f"{path.relative_to(PROJECT_ROOT)}:{line} imports {name}"
-             for path in modules(package) for line, name in product_imports(path)
-             if name not in ALLOWED[package]]
+    wrong = [
+        f"{path.relative_to(PROJECT_ROOT)}:{line} imports {name}"
+        for path in modules(package)
+        for line, name in product_imports(path)
+        if name not in ALLOWED[package]
+    ]
     assert not wrong, "\n".join(wrong)
 
 

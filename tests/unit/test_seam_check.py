@@ -24,8 +24,9 @@ from topology.settings import PROJECT_ROOT, Settings
 
 SEAM = PROJECT_ROOT / "topology" / "seam"
 #: Private names the seam's modules define for themselves (or the standard library's ``os._exit``).
-SEAM_OWN = frozenset({"_aiokafka", "_append", "_enqueue", "_kafka", "_vex_seek_gate", "_deadline", "_overdue",
-                      "_exit", "seek_gate"})
+SEAM_OWN = frozenset(
+    {"_aiokafka", "_append", "_enqueue", "_kafka", "_vex_seek_gate", "_deadline", "_overdue", "_exit", "seek_gate"}
+)
 
 
 def test_the_installed_libraries_pass() -> None:
@@ -50,9 +51,11 @@ def test_a_removed_module_constant_is_named_and_a_public_api_is_not_checked(monk
 
 
 def test_every_missing_internal_is_named_including_instance_attributes(monkeypatch: pytest.MonkeyPatch) -> None:
-    gone = [("faust.transport.consumer.Consumer", "_acked_by_partition"),  # a rename upstream
-            ("aiokafka.producer.message_accumulator.MessageAccumulator", "_queued_batches"),
-            ("faust.transport.drivers.NoSuchThing", "aliases")]
+    gone = [
+        ("faust.transport.consumer.Consumer", "_acked_by_partition"),  # a rename upstream
+        ("aiokafka.producer.message_accumulator.MessageAccumulator", "_queued_batches"),
+        ("faust.transport.drivers.NoSuchThing", "aliases"),
+    ]
     monkeypatch.setattr(check, "INTERNALS", INTERNALS + tuple(gone))
     with pytest.raises(SeamMismatch) as failed:
         verify_internals()
@@ -125,9 +128,14 @@ def seam_names(path: Path) -> set[str]:
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
             names.add(node.attr)
-        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-              and node.func.id in {"getattr", "setattr", "hasattr"} and len(node.args) > 1
-              and isinstance(node.args[1], ast.Constant) and str(node.args[1].value).startswith("_")):
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in {"getattr", "setattr", "hasattr"}
+            and len(node.args) > 1
+            and isinstance(node.args[1], ast.Constant)
+            and str(node.args[1].value).startswith("_")
+        ):
             names.add(str(node.args[1].value))
         elif isinstance(node, ast.ClassDef) and node.bases:  # a subclass of an upstream class
             for item in node.body:
@@ -140,8 +148,12 @@ def seam_names(path: Path) -> set[str]:
 
 def test_the_seam_touches_no_internal_the_table_leaves_out() -> None:
     listed = {name for _owner, name in INTERNALS}
-    unlisted = {f"{path.name}: {name}" for path in sorted(SEAM.glob("*.py")) if path.name != "check.py"
-                for name in seam_names(path) - listed - SEAM_OWN}
+    unlisted = {
+        f"{path.name}: {name}"
+        for path in sorted(SEAM.glob("*.py"))
+        if path.name != "check.py"
+        for name in seam_names(path) - listed - SEAM_OWN
+    }
     assert not unlisted, f"add these to check.INTERNALS and README.md (or to SEAM_OWN): {sorted(unlisted)}"
 
 
@@ -170,8 +182,9 @@ def worker_args(*argv: str) -> argparse.Namespace:
     return parser.parse_args(["worker", *argv])
 
 
-def test_the_worker_refuses_to_start_with_the_message_and_exit_2(monkeypatch: pytest.MonkeyPatch,
-                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_worker_refuses_to_start_with_the_message_and_exit_2(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     from vexnudge.cli import worker
 
     def mismatch() -> None:

@@ -120,7 +120,10 @@ def _fetcher(tp: TP) -> Any:
     result = FetchResult(tp, assignment=assignment, partition_records=_Records([190, 191]), backoff=0)
     return SimpleNamespace(
         _subscriptions=SimpleNamespace(reassignment_in_progress=False, is_assigned=lambda _: True),
-        _records={tp: result}, _notify=lambda _: None, _wait_consume_future=None)
+        _records={tp: result},
+        _notify=lambda _: None,
+        _wait_consume_future=None,
+    )
 
 
 def _fetched(partitions: Any) -> dict[Any, list[int]]:
@@ -153,8 +156,9 @@ def test_the_consumer_thread_hands_aiokafka_the_view() -> None:
         seen.append(partitions)
         return {}
 
-    fetcher = SimpleNamespace(_closed=False, fetched_records=fetched_records,
-                              _subscriptions=SimpleNamespace(fetch_context=nullcontext))
+    fetcher = SimpleNamespace(
+        _closed=False, fetched_records=fetched_records, _subscriptions=SimpleNamespace(fetch_context=nullcontext)
+    )
     thread = object.__new__(ConsumerThread)
     thread.consumer = SimpleNamespace(flow_active=True)
     active: set[TP] = set()

@@ -23,9 +23,15 @@ def root_logger():
     root.setLevel(level)
 
 
-@pytest.mark.parametrize(("loglevel", "expected"), [
-    ("debug", logging.DEBUG), ("info", logging.INFO), ("warning", logging.WARNING), ("error", logging.ERROR),
-])
+@pytest.mark.parametrize(
+    ("loglevel", "expected"),
+    [
+        ("debug", logging.DEBUG),
+        ("info", logging.INFO),
+        ("warning", logging.WARNING),
+        ("error", logging.ERROR),
+    ],
+)
 def test_the_root_logger_keeps_the_requested_level(tmp_path, root_logger, loglevel: str, expected: int) -> None:
     app = build_pipeline(Settings(app_id="vx-log", worker_datadir=tmp_path, worker_web_port=0)).app
     worker = PipelineWorker(app, loglevel=loglevel, redirect_stdouts=False)

@@ -78,12 +78,14 @@ def test_feedback_modules_load_as_the_worker_is_built_not_at_the_first_trigger(t
     import subprocess
     import sys
 
-    code = ("import sys\n"
-            "from streams.agents.pipeline import build_pipeline\n"
-            "from topology.settings import Settings\n"
-            f"build_pipeline(Settings(app_id='vx-test', worker_roles={roles!r}, worker_datadir={str(tmp_path)!r},"
-            " worker_web_port=0))\n"
-            "print(sorted(m for m in ('feedback.service', 'feedback.llm', 'delivery.db') if m in sys.modules))\n")
+    code = (
+        "import sys\n"
+        "from streams.agents.pipeline import build_pipeline\n"
+        "from topology.settings import Settings\n"
+        f"build_pipeline(Settings(app_id='vx-test', worker_roles={roles!r}, worker_datadir={str(tmp_path)!r},"
+        " worker_web_port=0))\n"
+        "print(sorted(m for m in ('feedback.service', 'feedback.llm', 'delivery.db') if m in sys.modules))\n"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     expected = ["delivery.db", "feedback.llm", "feedback.service"] if loaded else []
     assert out.strip() == repr(expected)
@@ -94,8 +96,13 @@ def test_a_database_down_at_start_leaves_the_feedback_worker_running(tmp_path, c
     at first use (the agents retry); it never raises into the worker."""
     import asyncio
 
-    settings = Settings(app_id="vx-test", worker_roles="feedback", worker_datadir=tmp_path, worker_web_port=0,
-                        database_url="postgresql://nobody:secret@127.0.0.1:1/nothing")
+    settings = Settings(
+        app_id="vx-test",
+        worker_roles="feedback",
+        worker_datadir=tmp_path,
+        worker_web_port=0,
+        database_url="postgresql://nobody:secret@127.0.0.1:1/nothing",
+    )
     p = build_pipeline(settings)
     warm = [t for t in p.app._app_tasks if t.__name__ == "_warm_up"]
     assert len(warm) == 1

@@ -37,9 +37,14 @@ STUCK_STOP = textwrap.dedent("""
 
 def run_stuck(tmp_path, grace_s: float) -> tuple[subprocess.CompletedProcess[str], float]:  # type: ignore[no-untyped-def]
     started = time.monotonic()
-    done = subprocess.run([sys.executable, "-c", STUCK_STOP, str(tmp_path), str(grace_s)], cwd=PROJECT_ROOT,
-                          env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT)}, capture_output=True, text=True,
-                          timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", STUCK_STOP, str(tmp_path), str(grace_s)],
+        cwd=PROJECT_ROOT,
+        env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     return done, time.monotonic() - started
 
 

@@ -61,7 +61,8 @@ class RawEnvelope(BaseModel):
     studentID: str | None = None  # noqa: N815
     project: str | dict[str, Any] | None = None
     raw_message: str | dict[str, Any] | None = Field(
-        default=None, description="the payload: a JSON string (or an object)")
+        default=None, description="the payload: a JSON string (or an object)"
+    )
     received_at: str | None = Field(default=None, alias="recieved_at")
 
 

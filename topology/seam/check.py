@@ -132,8 +132,10 @@ def _differing_versions(version_of: Callable[[str], str]) -> Iterable[tuple[str,
 
 def _explain(versions: list[tuple[str, str | None, str]], missing: list[str]) -> str:
     lines = ["the Faust seam (topology/seam/) does not match the installed Faust, mode or aiokafka:"]
-    lines += [f"  {name}: installed {installed or 'nothing'}, the seam was written for {expected}"
-              for name, installed, expected in versions]
+    lines += [
+        f"  {name}: installed {installed or 'nothing'}, the seam was written for {expected}"
+        for name, installed, expected in versions
+    ]
     if missing:
         lines.append(f"  {len(missing)} internal(s) the seam relies on are missing:")
         lines += [f"    {name}" for name in missing]
@@ -141,7 +143,7 @@ def _explain(versions: list[tuple[str, str | None, str]], missing: list[str]) ->
     lines += [
         "Either install the versions the seam was written for again "
         f"(pip install {pins}), or update the seam for the new versions: "
-        "follow \"Upgrading Faust, mode or aiokafka\" in topology/seam/README.md (adapt the seam's modules, "
+        'follow "Upgrading Faust, mode or aiokafka" in topology/seam/README.md (adapt the seam\'s modules, '
         "update the README's table and the versions in topology/seam/check.py, run the tests the README "
         "names, measure again).",
     ]

@@ -67,8 +67,9 @@ class _Rest:
                     return done.value
 
 
-async def deliver(callback: Callable[[Any], Coroutine[Any, Any, Any]], message: Any,
-                  race: Callable[[Awaitable[Any]], Awaitable[Any]]) -> None:
+async def deliver(
+    callback: Callable[[Any], Coroutine[Any, Any, Any]], message: Any, race: Callable[[Awaitable[Any]], Awaitable[Any]]
+) -> None:
     """Run ``callback(message)``: inline if it completes without waiting,
     otherwise its remaining steps as a task handed to ``race`` (which cancels
     it if the race is lost).  An exception of the callback propagates."""
@@ -148,8 +149,14 @@ class RawSchema(faust.Schema):
     def __init__(self) -> None:
         super().__init__(key_serializer="raw", value_serializer="raw")
 
-    def compile(self, app: Any, *, on_key_decode_error: Any = None, on_value_decode_error: Any = None,
-                default_propagate: bool = False) -> Callable[..., Awaitable[Any]]:
+    def compile(
+        self,
+        app: Any,
+        *,
+        on_key_decode_error: Any = None,
+        on_value_decode_error: Any = None,
+        default_propagate: bool = False,
+    ) -> Callable[..., Awaitable[Any]]:
         event_type = app.conf.Event
 
         async def decode(message: Any, *, propagate: bool = default_propagate) -> Any:

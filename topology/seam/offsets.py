@@ -35,8 +35,14 @@ def partition_offsets(consumer: Any) -> dict[Any, PartitionOffsets]:
     read, gaps, paused = consumer._read_offset, consumer._gap, consumer._paused_partitions
     in_flight = {m.tp for m in list(consumer._unacked_messages)}
     return {
-        tp: PartitionOffsets(committed=committed.get(tp), read=read.get(tp), acked=tuple(acked.get(tp) or ()),
-                             gaps=gaps.get(tp), in_flight=tp in in_flight, paused=tp in paused)
+        tp: PartitionOffsets(
+            committed=committed.get(tp),
+            read=read.get(tp),
+            acked=tuple(acked.get(tp) or ()),
+            gaps=gaps.get(tp),
+            in_flight=tp in in_flight,
+            paused=tp in paused,
+        )
         for tp in consumer.assignment()
     }
 

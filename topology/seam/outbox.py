@@ -80,8 +80,15 @@ class Outbox:
             self._kafka = self.producer._ensure_producer()
         return self._kafka
 
-    def add(self, topic: str, partition: int, key: bytes | None, value: bytes | None,
-            on_acked: Acked | None = None, label: str | None = None) -> None:
+    def add(
+        self,
+        topic: str,
+        partition: int,
+        key: bytes | None,
+        value: bytes | None,
+        on_acked: Acked | None = None,
+        label: str | None = None,
+    ) -> None:
         """Add one record (``value`` None: a tombstone).  ``on_acked`` (kept per
         partition and step, so the same for all its records) is called with the
         topic partition and the offset of the last record of each batch once
@@ -125,16 +132,16 @@ class Outbox:
                 done += 1
             if done == first:
                 size = len(records[first][1] or b"")
-                exc = ValueError(f"a record of {size} bytes does not fit in a producer batch "
-                                 f"for {slot.topic}[{slot.partition}]")
+                exc = ValueError(
+                    f"a record of {size} bytes does not fit in a producer batch for {slot.topic}[{slot.partition}]"
+                )
                 if self.on_failed is not None:
                     self.on_failed(slot.topic, 1, exc)
                 raise exc
             delivered = await kafka.send_batch(builder, slot.topic, partition=slot.partition)
             self.sent_batches += 1
             last = done - first - 1
-            delivered.add_done_callback(
-                lambda sent, last=last: _delivered(sent, slot, last, self.on_failed))
+            delivered.add_done_callback(lambda sent, last=last: _delivered(sent, slot, last, self.on_failed))
 
     def _append(self, batch: Any, slot: _Open) -> int:
         """Append as many of the slot's records as fit to a waiting producer batch."""
@@ -151,7 +158,8 @@ class Outbox:
         if last is not None:
             self.appended += appended
             batch.future.add_done_callback(
-                lambda sent, last=last, n=appended: _delivered(sent, slot, last, self.on_failed, n))
+                lambda sent, last=last, n=appended: _delivered(sent, slot, last, self.on_failed, n)
+            )
         return appended
 
 
@@ -163,8 +171,7 @@ def _waiting_batch(kafka: Any, topic: str, partition: int) -> Any:
     return pending[-1] if pending else None
 
 
-def _delivered(done: Any, slot: _Open, last: int, on_failed: Failed | None = None,
-               records: int | None = None) -> None:
+def _delivered(done: Any, slot: _Open, last: int, on_failed: Failed | None = None, records: int | None = None) -> None:
     """A batch's outcome; ``last``: the relative offset of the slot's last record in it
     (of a new batch: ``last + 1`` records; ``records`` when appended to a waiting one)."""
     if done.cancelled():

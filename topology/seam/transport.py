@@ -76,8 +76,13 @@ class ConsumerThread(driver.AIOKafkaConsumerThread):
     """The driver's consumer thread, with our fetch wait and a fetch filter
     that an empty set of active partitions cannot turn off."""
 
-    async def _fetch_records(self, consumer: aiokafka.AIOKafkaConsumer, active_partitions: Any,
-                             timeout: float | None = None, max_records: int | None = None) -> Any:
+    async def _fetch_records(
+        self,
+        consumer: aiokafka.AIOKafkaConsumer,
+        active_partitions: Any,
+        timeout: float | None = None,
+        max_records: int | None = None,
+    ) -> Any:
         view = ActiveView(active_partitions) if active_partitions is not None else None
         return await super()._fetch_records(consumer, view, timeout=timeout, max_records=max_records)  # type: ignore[arg-type]
 

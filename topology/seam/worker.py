@@ -49,9 +49,11 @@ class PipelineWorker(Worker):
 
     def _overdue(self, signum: signal.Signals) -> None:
         """Runs on the deadline's own thread: the event loop may be the one stuck."""
-        sys.stderr.write(f"vexnudge worker: still stopping {self.grace_s:g} s after {signum.name}; "
-                         "exiting without a clean stop (uncommitted records are read again "
-                         "by the next worker)\n")
+        sys.stderr.write(
+            f"vexnudge worker: still stopping {self.grace_s:g} s after {signum.name}; "
+            "exiting without a clean stop (uncommitted records are read again "
+            "by the next worker)\n"
+        )
         sys.stderr.flush()
         os._exit(OVERDUE_EXIT)
 

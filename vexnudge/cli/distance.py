@@ -37,14 +37,13 @@ if TYPE_CHECKING:
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser = subparsers.add_parser(
-        "distance", help="tree edit distance between Blockly workspaces",
+        "distance",
+        help="tree edit distance between Blockly workspaces",
         description="Print the exact tree edit distance between two workspace XML files, "
         "or between the a/b workspaces of every line of a JSON-lines file.",
     )
-    parser.add_argument("files", nargs="*", metavar="FILE.xml",
-                        help="the two workspace files ('-' = stdin)")
-    parser.add_argument("--pairs", metavar="FILE.jsonl",
-                        help='JSON lines {"a": xml, "b": xml} (\'-\' = stdin)')
+    parser.add_argument("files", nargs="*", metavar="FILE.xml", help="the two workspace files ('-' = stdin)")
+    parser.add_argument("--pairs", metavar="FILE.jsonl", help='JSON lines {"a": xml, "b": xml} (\'-\' = stdin)')
     parser.set_defaults(handler=run)
 
 
@@ -53,11 +52,9 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
     pairs_mode = args.pairs is not None
     if pairs_mode == bool(args.files) or (not pairs_mode and len(args.files) != 2):
-        print("vexnudge distance: give two workspace files or --pairs FILE.jsonl",
-              file=sys.stderr)
+        print("vexnudge distance: give two workspace files or --pairs FILE.jsonl", file=sys.stderr)
         return 2
-    calc = DistanceCalculator(cache_size=settings.tree_edit_cache_size,
-                              max_blocks=settings.tree_edit_max_blocks)
+    calc = DistanceCalculator(cache_size=settings.tree_edit_cache_size, max_blocks=settings.tree_edit_max_blocks)
     try:
         if pairs_mode:
             with _open_binary(args.pairs) as source:

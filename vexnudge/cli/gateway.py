@@ -18,10 +18,11 @@ from vexnudge.cli.messages import kafka_unreachable
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser = subparsers.add_parser(
-        "gateway", help="serve the SSE gateway, the student page and the teacher board",
+        "gateway",
+        help="serve the SSE gateway, the student page and the teacher board",
         description="Serve live nudges to students over SSE (resumable with Last-Event-ID), "
-                    "their questions, the teacher board and the admin tick. "
-                    "Needs TOKEN_SECRET and ADMIN_TOKEN.",
+        "their questions, the teacher board and the admin tick. "
+        "Needs TOKEN_SECRET and ADMIN_TOKEN.",
     )
     parser.add_argument("--host", help="override GATEWAY_HOST")
     parser.add_argument("--port", type=int, help="override GATEWAY_PORT")
@@ -33,8 +34,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 def run(args: argparse.Namespace, settings: Settings) -> int:
     pairs = {"gateway_host": args.host, "gateway_port": args.port, "topic_prefix": args.topic_prefix}
     settings = settings.model_copy(update={k: v for k, v in pairs.items() if v is not None})
-    logging.basicConfig(level=args.loglevel.upper(),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=args.loglevel.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("aiokafka").setLevel(logging.WARNING)
     from delivery.gateway.app import ConfigurationError, secrets_of
     from delivery.gateway.app import run as serve
@@ -53,13 +53,18 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         return 1
     except OSError as exc:
         if exc.errno == errno.EADDRINUSE:
-            print(f"vexnudge gateway: port {settings.gateway_port} on {settings.gateway_host} is already "
-                  f"taken by another process: {exc}\nStop that process or choose another GATEWAY_PORT "
-                  "(`--port`).", file=sys.stderr)
+            print(
+                f"vexnudge gateway: port {settings.gateway_port} on {settings.gateway_host} is already "
+                f"taken by another process: {exc}\nStop that process or choose another GATEWAY_PORT "
+                "(`--port`).",
+                file=sys.stderr,
+            )
             return 1
-        print(f"vexnudge gateway: cannot serve on {settings.gateway_host}:{settings.gateway_port} "
-              f"or reach PostgreSQL: {exc}\n"
-              "Check GATEWAY_PORT and DATABASE_URL (or start the local stack with `vexnudge stack up`).",
-              file=sys.stderr)
+        print(
+            f"vexnudge gateway: cannot serve on {settings.gateway_host}:{settings.gateway_port} "
+            f"or reach PostgreSQL: {exc}\n"
+            "Check GATEWAY_PORT and DATABASE_URL (or start the local stack with `vexnudge stack up`).",
+            file=sys.stderr,
+        )
         return 1
     return 0

@@ -13,9 +13,10 @@ from vexnudge.cli.progress import Progress
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser = subparsers.add_parser(
-        "produce", help="publish a recorded telemetry file (NDJSON) to the raw topic",
+        "produce",
+        help="publish a recorded telemetry file (NDJSON) to the raw topic",
         description="Each line is sent as one record keyed by its student. Bad lines are "
-                    "sent too (the pipeline judges and dead-letters them) unless --skip-invalid.",
+        "sent too (the pipeline judges and dead-letters them) unless --skip-invalid.",
     )
     parser.add_argument("file", type=Path, help="telemetry file, one JSON envelope per line")
     pace = parser.add_mutually_exclusive_group()
@@ -42,17 +43,20 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
     try:
         asyncio.run(ensure_topics(settings))
-        stats = asyncio.run(produce_lines(settings, lines, speed=args.speed, rate=args.rate,
-                                          skip_invalid=args.skip_invalid, on_progress=show))
+        stats = asyncio.run(
+            produce_lines(
+                settings, lines, speed=args.speed, rate=args.rate, skip_invalid=args.skip_invalid, on_progress=show
+            )
+        )
     except Exception as exc:  # noqa: BLE001 - report broker problems clearly
-        print(f"\nvexnudge produce: failed: {exc}\nIs the broker up? `vexnudge stack status`",
-              file=sys.stderr)
+        print(f"\nvexnudge produce: failed: {exc}\nIs the broker up? `vexnudge stack status`", file=sys.stderr)
         return 1
     progress.set(stats.lines)
     progress.close()
-    refused = (f", {stats.dead_lettered} over RAW_MAX_BYTES dead-lettered"
-               if stats.dead_lettered else "")
-    print(f"produced {stats.sent} of {stats.lines} lines ({stats.skipped} skipped{refused}), "
-          f"{stats.bytes / 1e6:.2f} MB in {stats.seconds:.2f} s: {stats.rate:,.0f} events/s "
-          f"to {settings.topic('vex.telemetry.raw')}")
+    refused = f", {stats.dead_lettered} over RAW_MAX_BYTES dead-lettered" if stats.dead_lettered else ""
+    print(
+        f"produced {stats.sent} of {stats.lines} lines ({stats.skipped} skipped{refused}), "
+        f"{stats.bytes / 1e6:.2f} MB in {stats.seconds:.2f} s: {stats.rate:,.0f} events/s "
+        f"to {settings.topic('vex.telemetry.raw')}"
+    )
     return 0

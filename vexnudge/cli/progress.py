@@ -21,8 +21,12 @@ class Progress:
     """
 
     def __init__(
-        self, label: str, total: int | None = None, unit: str = "items",
-        stream: TextIO | None = None, every_s: float = 2.0,
+        self,
+        label: str,
+        total: int | None = None,
+        unit: str = "items",
+        stream: TextIO | None = None,
+        every_s: float = 2.0,
     ) -> None:
         self.label, self.total, self.unit = label, total, unit
         self.stream = stream or sys.stderr

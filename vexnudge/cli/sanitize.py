@@ -25,13 +25,13 @@ from topology.settings import Settings
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser = subparsers.add_parser(
-        "sanitize", help="clean model replies (JSON lines) like the feedback stage",
+        "sanitize",
+        help="clean model replies (JSON lines) like the feedback stage",
         description='Read JSON lines {"text": raw} and write {"text": cleaned} per line, in order.',
     )
     parser.add_argument("file", metavar="FILE.jsonl", help="input JSON lines ('-' = stdin)")
     parser.add_argument("--out", metavar="FILE", help="write here instead of stdout")
-    parser.add_argument("--no-trim", action="store_true",
-                        help="sanitize only; skip the sentence and word limits")
+    parser.add_argument("--no-trim", action="store_true", help="sanitize only; skip the sentence and word limits")
     parser.set_defaults(handler=run)
 
 

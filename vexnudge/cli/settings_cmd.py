@@ -12,7 +12,8 @@ from topology.settings import PROJECT_ROOT, Settings
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser = subparsers.add_parser(
-        "settings", help="print every setting with its environment variable and current value",
+        "settings",
+        help="print every setting with its environment variable and current value",
         description="Secrets are masked. --markdown prints the table in docs/configuration.md.",
     )
     parser.add_argument("--markdown", action="store_true", help="a Markdown table of the defaults")

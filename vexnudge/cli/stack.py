@@ -29,9 +29,7 @@ def register(subparsers: Any) -> None:
 
     up = actions.add_parser("up", help="start what is not running, then apply the migrations")
     _add_only(up)
-    up.add_argument(
-        "--fresh", action="store_true", help="stop the selected services and wipe their data first"
-    )
+    up.add_argument("--fresh", action="store_true", help="stop the selected services and wipe their data first")
     up.set_defaults(handler=_up)
 
     down = actions.add_parser("down", help="stop the services this stack started")
@@ -54,9 +52,7 @@ def register(subparsers: Any) -> None:
 
 
 def _add_only(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--only", choices=_SERVICES, action="append", help="act on this service only (repeatable)"
-    )
+    parser.add_argument("--only", choices=_SERVICES, action="append", help="act on this service only (repeatable)")
 
 
 def _up(args: argparse.Namespace, settings: Settings) -> int:

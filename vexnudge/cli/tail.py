@@ -16,9 +16,10 @@ from vexnudge.cli.messages import kafka_unreachable
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     names = ", ".join(spec.name for spec in ALL_TOPICS)
     parser = subparsers.add_parser(
-        "tail", help="print a topic's records as JSON lines",
+        "tail",
+        help="print a topic's records as JSON lines",
         description=f"Topics: {names} (with TOPIC_PREFIX), or any topic on the broker by its full "
-                    "name. Follows new records until interrupted.",
+        "name. Follows new records until interrupted.",
     )
     parser.add_argument("topic", help="a topic of the pipeline (e.g. vex.triggers) or a full topic name")
     parser.add_argument("--from-beginning", action="store_true", help="start at the oldest record")
@@ -34,8 +35,9 @@ def render(key: bytes | None, value: bytes | None, student: str | None) -> bytes
     try:
         return orjson.dumps(orjson.loads(value or b"null"))
     except orjson.JSONDecodeError:
-        return orjson.dumps({"key": (key or b"").decode(errors="replace"),
-                             "raw": (value or b"").decode(errors="replace")})
+        return orjson.dumps(
+            {"key": (key or b"").decode(errors="replace"), "raw": (value or b"").decode(errors="replace")}
+        )
 
 
 class NoSuchTopic(Exception):
@@ -54,17 +56,20 @@ async def resolve(settings: Settings, name: str) -> tuple[str, int]:
         return topic, counts[topic]
     where = f"the broker at {settings.kafka_bootstrap_servers}"
     if name not in known:
-        raise NoSuchTopic(f"{name!r} is neither a topic of the pipeline ({', '.join(known)}) "
-                          f"nor a topic on {where}")
+        raise NoSuchTopic(f"{name!r} is neither a topic of the pipeline ({', '.join(known)}) nor a topic on {where}")
     elsewhere = [t for t in await broker_topics(settings) if t.endswith("." + name)]
     text = f"{where} has no topic {topic!r} (TOPIC_PREFIX={settings.topic_prefix!r})"
     if not elsewhere:
-        raise NoSuchTopic(f"{text}; nothing was produced under that prefix yet "
-                          "(start a worker, `vexnudge produce` or `vexnudge demo`)")
+        raise NoSuchTopic(
+            f"{text}; nothing was produced under that prefix yet "
+            "(start a worker, `vexnudge produce` or `vexnudge demo`)"
+        )
     shown = ", ".join(elsewhere[:5]) + (f" and {len(elsewhere) - 5} more" if len(elsewhere) > 5 else "")
     example = elsewhere[-1].removesuffix(name)
-    raise NoSuchTopic(f"{text}; it exists under other prefixes: {shown}. "
-                      f"Set TOPIC_PREFIX to read one, e.g. TOPIC_PREFIX={example} vexnudge tail {name}")
+    raise NoSuchTopic(
+        f"{text}; it exists under other prefixes: {shown}. "
+        f"Set TOPIC_PREFIX to read one, e.g. TOPIC_PREFIX={example} vexnudge tail {name}"
+    )
 
 
 async def _tail(settings: Settings, name: str, args: argparse.Namespace) -> None:
@@ -74,8 +79,7 @@ async def _tail(settings: Settings, name: str, args: argparse.Namespace) -> None
     student = args.student.strip().lower() if args.student else None
     out = sys.stdout.buffer
     if args.until_end:
-        async for record in read_to_end(settings, [topic], from_beginning=args.from_beginning,
-                                        partitions=partitions):
+        async for record in read_to_end(settings, [topic], from_beginning=args.from_beginning, partitions=partitions):
             if (line := render(record.key, record.value, student)) is not None:
                 out.write(line + b"\n")
         out.flush()

@@ -18,15 +18,18 @@ from topology.settings import Settings
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser = subparsers.add_parser(
-        "token", help="print a signed student token for the gateway",
+        "token",
+        help="print a signed student token for the gateway",
         description="Sign a token for STUDENT (the studentID; it is stripped and lower-cased) "
-                    "with TOKEN_SECRET. The gateway accepts it until it expires.",
+        "with TOKEN_SECRET. The gateway accepts it until it expires.",
     )
     parser.add_argument("student", metavar="STUDENT", help="the student's id")
-    parser.add_argument("--ttl", default="12h",
-                        help="lifetime: seconds or 90s, 30m, 12h, 7d (default 12h; at most TOKEN_MAX_TTL_S)")
-    parser.add_argument("--url", action="store_true",
-                        help="print the student page URL with the token instead of the bare token")
+    parser.add_argument(
+        "--ttl", default="12h", help="lifetime: seconds or 90s, 30m, 12h, 7d (default 12h; at most TOKEN_MAX_TTL_S)"
+    )
+    parser.add_argument(
+        "--url", action="store_true", help="print the student page URL with the token instead of the bare token"
+    )
     parser.set_defaults(handler=run)
 
 
@@ -48,13 +51,16 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     secret = settings.token_secret.get_secret_value() if settings.token_secret is not None else None
     problem = tokens.weak_secret("TOKEN_SECRET", secret)
     if problem is not None or secret is None:
-        print(f"vexnudge token: {problem}; set it to the gateway's secret (make one with "
-              f"{tokens.MAKE_SECRET})", file=sys.stderr)
+        print(
+            f"vexnudge token: {problem}; set it to the gateway's secret (make one with {tokens.MAKE_SECRET})",
+            file=sys.stderr,
+        )
         return 2
     try:
         ttl = tokens.parse_ttl(args.ttl)
-        token = tokens.issue(secret.encode(), args.student, ttl_s=ttl, now=time.time(),
-                             max_ttl_s=settings.token_max_ttl_s)
+        token = tokens.issue(
+            secret.encode(), args.student, ttl_s=ttl, now=time.time(), max_ttl_s=settings.token_max_ttl_s
+        )
     except ValueError as exc:
         print(f"vexnudge token: {exc}", file=sys.stderr)
         return 2

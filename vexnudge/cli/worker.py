@@ -15,9 +15,10 @@ from vexnudge.cli.messages import kafka_unreachable
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser = subparsers.add_parser(
-        "worker", help="run the pipeline's stream processors (ingest, analysis, feedback)",
+        "worker",
+        help="run the pipeline's stream processors (ingest, analysis, feedback)",
         description="Run one worker process. Start more processes (each with its own "
-                    "--web-port and --datadir) to scale out; they share the work by partition.",
+        "--web-port and --datadir) to scale out; they share the work by partition.",
     )
     parser.add_argument("--clock", choices=["live", "replay"], help="override CLOCK_MODE")
     parser.add_argument("--web-port", type=int, help="metrics/health port (0 = no web server)")
@@ -27,20 +28,29 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     parser.add_argument("--roles", help="override WORKER_ROLES, e.g. stream or feedback,store")
     parser.add_argument("--commit-interval", type=float, help="override BROKER_COMMIT_INTERVAL_S")
     parser.add_argument("--session-timeout", type=float, help="override BROKER_SESSION_TIMEOUT_S")
-    parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
-                        help="override any setting, e.g. --set trigger_daemon_enabled=true")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="override any setting, e.g. --set trigger_daemon_enabled=true",
+    )
     parser.add_argument("-l", "--loglevel", default="info", choices=["debug", "info", "warning", "error"])
     parser.set_defaults(handler=run)
 
 
 def overrides(args: argparse.Namespace) -> dict[str, object]:
     """Settings fields set by flags."""
-    pairs = {"clock_mode": args.clock, "worker_web_port": args.web_port,
-             "worker_datadir": args.datadir, "app_id": args.app_id, "topic_prefix": args.topic_prefix,
-             "broker_commit_interval_s": args.commit_interval,
-             "worker_roles": frozenset(r.strip() for r in args.roles.split(",") if r.strip())
-             if args.roles else None,
-             "broker_session_timeout_s": args.session_timeout}
+    pairs = {
+        "clock_mode": args.clock,
+        "worker_web_port": args.web_port,
+        "worker_datadir": args.datadir,
+        "app_id": args.app_id,
+        "topic_prefix": args.topic_prefix,
+        "broker_commit_interval_s": args.commit_interval,
+        "worker_roles": frozenset(r.strip() for r in args.roles.split(",") if r.strip()) if args.roles else None,
+        "broker_session_timeout_s": args.session_timeout,
+    }
     return {k: v for k, v in pairs.items() if v is not None}
 
 
@@ -99,11 +109,15 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     pipeline = build_pipeline(settings)
     tabledir = Path(pipeline.app.conf.tabledir) if settings.worker_store.startswith("rocksdb") else None
     if tabledir is not None and open_tables(tabledir):
-        print(f"vexnudge worker: the last worker on {settings.worker_datadir} did not stop cleanly; "
-              "dropped its RocksDB table files, the tables are rebuilt from their changelogs", file=sys.stderr)
+        print(
+            f"vexnudge worker: the last worker on {settings.worker_datadir} did not stop cleanly; "
+            "dropped its RocksDB table files, the tables are rebuilt from their changelogs",
+            file=sys.stderr,
+        )
     tune_collector(settings.worker_gc_gen0)
-    worker = PipelineWorker(pipeline.app, loglevel=args.loglevel, redirect_stdouts=False,
-                            grace_s=settings.shutdown_grace_s)
+    worker = PipelineWorker(
+        pipeline.app, loglevel=args.loglevel, redirect_stdouts=False, grace_s=settings.shutdown_grace_s
+    )
     try:
         worker.execute_from_commandline()
     except SystemExit as done:

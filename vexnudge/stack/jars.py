@@ -54,9 +54,7 @@ def parse_java_version(output: str) -> tuple[int, str]:
         raise ValueError(f"no version in {output!r}")
     full = match.group(1)
     parts = full.split(".")
-    major = (
-        int(parts[1]) if parts[0] == "1" and len(parts) > 1 else int(re.sub(r"\D.*", "", parts[0]))
-    )
+    major = int(parts[1]) if parts[0] == "1" and len(parts) > 1 else int(re.sub(r"\D.*", "", parts[0]))
     return major, full
 
 
@@ -71,9 +69,7 @@ def find_java() -> Java:
             "Java 17 or newer is needed to run the Kafka broker, and `java` is not on PATH. "
             "Install a JDK or JRE 17+ (Debian: apt-get install openjdk-17-jre-headless)."
         )
-    out = subprocess.run(
-        [path, "-version"], capture_output=True, text=True, timeout=60, check=False
-    )
+    out = subprocess.run([path, "-version"], capture_output=True, text=True, timeout=60, check=False)
     try:
         major, full = parse_java_version(out.stderr + out.stdout)
     except ValueError as exc:
@@ -108,10 +104,7 @@ def cached_jars(cache: JarCache) -> list[Path] | None:
         marker = json.loads(cache.marker.read_text())
     except (OSError, ValueError):
         return None
-    if (
-        marker.get("kafka_version") != KAFKA_VERSION
-        or marker.get("log4j2_version") != LOG4J2_VERSION
-    ):
+    if marker.get("kafka_version") != KAFKA_VERSION or marker.get("log4j2_version") != LOG4J2_VERSION:
         return None
     jars = [cache.libs / name for name in sorted(marker.get("jars", {}))]
     for jar in jars:
@@ -190,9 +183,7 @@ def _run_maven(mvn: str, cache: JarCache, staging: Path, binding: str, reporter:
     pom = cache.build_dir / "pom.xml"
     pom.write_text(render_pom(staging, binding))
     log_path = cache.build_dir / "mvn.log"
-    progress = Progress(
-        f"kafka: fetching broker jars {KAFKA_VERSION}", unit="files", stream=reporter.stream
-    )
+    progress = Progress(f"kafka: fetching broker jars {KAFKA_VERSION}", unit="files", stream=reporter.stream)
     with open(log_path, "w") as log:
         proc = subprocess.Popen(
             [mvn, "-B", "-Dstyle.color=never", "-f", str(pom), "package"],

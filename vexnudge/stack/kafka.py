@@ -202,9 +202,7 @@ class KafkaService:
         dump_path = Path(dump)
         if outcome == "stopped" and dump_path.is_file() and dump_path.stat().st_size > 0:
             dump_path.replace(self.cache.archive)
-            self._archive_meta().write_text(
-                json.dumps({"java": record.extra.get("java", "")}) + "\n"
-            )
+            self._archive_meta().write_text(json.dumps({"java": record.extra.get("java", "")}) + "\n")
         else:
             dump_path.unlink(missing_ok=True)
 
@@ -213,9 +211,7 @@ class KafkaService:
         for folder in (self.paths.kafka_dir, self.paths.kafka_data, self.paths.kafka_logs):
             folder.mkdir(parents=True, exist_ok=True)
         self.paths.kafka_config.write_text(
-            render_server_properties(
-                self.port, self.settings.topic_partitions, self.paths.kafka_data
-            )
+            render_server_properties(self.port, self.settings.topic_partitions, self.paths.kafka_data)
         )
         log4j = resources.files("vexnudge.stack").joinpath("log4j2.properties").read_text()
         self.paths.kafka_log4j.write_text(log4j)
@@ -249,9 +245,7 @@ class KafkaService:
         out = subprocess.run(argv, capture_output=True, text=True, timeout=180, check=False)
         if out.returncode != 0:
             text = "\n".join((out.stdout + out.stderr).splitlines()[-25:])
-            raise StackError(
-                f"formatting Kafka storage failed (exit code {out.returncode}):\n{text}"
-            )
+            raise StackError(f"formatting Kafka storage failed (exit code {out.returncode}):\n{text}")
         ticker.done("done")
 
     def _archive_meta(self) -> Path:
@@ -269,17 +263,13 @@ class KafkaService:
         dump = self.cache.root / f"kafka.jsa.dump-{secrets.token_hex(4)}"
         return [f"-XX:ArchiveClassesAtExit={dump}"], {"cds_dump": str(dump), "java": java.version}
 
-    def _wait_ready(
-        self, proc: subprocess.Popen[bytes], record: ProcessRecord, reporter: Reporter
-    ) -> None:
+    def _wait_ready(self, proc: subprocess.Popen[bytes], record: ProcessRecord, reporter: Reporter) -> None:
         ticker = reporter.ticker(f"kafka: waiting for the broker on {self.bootstrap}")
         deadline = time.monotonic() + READY_TIMEOUT_S
         while True:
             code = proc.poll()
             if code is not None:
-                raise NotReady(
-                    f"the Kafka broker exited with code {code} while starting.\n{self._log_tail()}"
-                )
+                raise NotReady(f"the Kafka broker exited with code {code} while starting.\n{self._log_tail()}")
             if port_accepts(self.port) and asyncio.run(broker_answers(self.bootstrap)):
                 ticker.done("ready")
                 return
@@ -287,8 +277,7 @@ class KafkaService:
                 self.after_stop(record, stop(record, signal.SIGKILL, 10.0))
                 self.paths.record(self.name).unlink(missing_ok=True)
                 raise NotReady(
-                    f"the Kafka broker was not ready after {READY_TIMEOUT_S:.0f} s "
-                    f"(stopped it).\n{self._log_tail()}"
+                    f"the Kafka broker was not ready after {READY_TIMEOUT_S:.0f} s (stopped it).\n{self._log_tail()}"
                 )
             ticker.tick()
             time.sleep(0.25)

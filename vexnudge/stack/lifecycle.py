@@ -100,10 +100,7 @@ def _busy_without_listener(service: Service, port: int) -> ServiceState:
             service.name,
             "stopped",
             service.port,
-            detail=(
-                f"port {port} is still held by closing client connections (TIME_WAIT); "
-                "`up` waits for them"
-            ),
+            detail=(f"port {port} is still held by closing client connections (TIME_WAIT); `up` waits for them"),
         )
     pids = pids_of_inodes({inode for _, inode in sockets})
     who = describe(pids[0]) if pids else "a process this user cannot inspect"
@@ -142,8 +139,7 @@ def _wait_ports_free(service: Service, reporter: Reporter, timeout_s: float = 75
             raise PortInUse(blocked_message(state))
         if ticker is None:
             ticker = reporter.ticker(
-                f"{service.name}: port {busy[0]} is held by closing "
-                "connections (TIME_WAIT), waiting"
+                f"{service.name}: port {busy[0]} is held by closing connections (TIME_WAIT), waiting"
             )
         ticker.tick()
         time.sleep(0.5)
@@ -157,9 +153,7 @@ def _inspect_holder(service: Service, root: StackPaths, port: int, pid: int) -> 
             "blocked",
             service.port,
             pid,
-            detail=(
-                f"port {port} is in use by {describe(pid)}, which is not part of a vexnudge stack"
-            ),
+            detail=(f"port {port} is in use by {describe(pid)}, which is not part of a vexnudge stack"),
         )
     if owner == root.root:  # ours, but the record is gone: adopt it
         ProcessRecord(
@@ -186,19 +180,14 @@ def _inspect_holder(service: Service, root: StackPaths, port: int, pid: int) -> 
             pid,
             owner=str(owner),
             logs=logs,
-            detail=f"port {port} is held by the vexnudge stack of {owner}, "
-            f"which cannot be shared: {problem}",
+            detail=f"port {port} is held by the vexnudge stack of {owner}, which cannot be shared: {problem}",
         )
     return ServiceState(service.name, "shared", service.port, pid, owner=str(owner), logs=logs)
 
 
 def blocked_message(state: ServiceState) -> str:
     """The error for a blocked service, with the ways out."""
-    fix = (
-        f"Stop it (`vexnudge stack down` in {Path(state.owner).parent})"
-        if state.owner
-        else "Stop that process"
-    )
+    fix = f"Stop it (`vexnudge stack down` in {Path(state.owner).parent})" if state.owner else "Stop that process"
     return (
         f"{state.service}: {state.detail}. {fix}, or run this stack on other ports: "
         "set KAFKA_PORT and POSTGRES_PORT (client addresses follow; see docs/stack.md)."
@@ -222,9 +211,7 @@ def stack_lock(settings: Settings, reporter: Reporter) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def up(
-    settings: Settings, reporter: Reporter, only: Iterable[str] | None = None, fresh: bool = False
-) -> UpResult:
+def up(settings: Settings, reporter: Reporter, only: Iterable[str] | None = None, fresh: bool = False) -> UpResult:
     """Start what is not running (idempotent), then apply the migrations.
 
     :raises StackError: with the reason and the fix.
@@ -255,14 +242,8 @@ def _up_one(service: Service, reporter: Reporter, fresh: bool) -> str:
         raise PortInUse(blocked_message(state))
     if state.status == "shared":
         if fresh:
-            raise StackError(
-                f"{service.name}: --fresh would wipe the stack of {state.owner}; "
-                "run it there instead"
-            )
-        reporter.say(
-            f"{service.name}: using the running stack of {state.owner} "
-            f"(pid {state.pid}, port {state.port})"
-        )
+            raise StackError(f"{service.name}: --fresh would wipe the stack of {state.owner}; run it there instead")
+        reporter.say(f"{service.name}: using the running stack of {state.owner} (pid {state.pid}, port {state.port})")
         return "shared"
     if state.status in ("running", "starting") and fresh:
         _stop_one(service, reporter)
@@ -339,9 +320,7 @@ def _stop_one(service: Service, reporter: Reporter) -> str:
         root.record(service.name).unlink(missing_ok=True)
         state = inspect(service)
         if state.status == "shared":
-            reporter.say(
-                f"{service.name}: not stopping it, it belongs to the stack of {state.owner}"
-            )
+            reporter.say(f"{service.name}: not stopping it, it belongs to the stack of {state.owner}")
             return "shared"
         if state.status in ("running", "starting"):  # adopted just now
             return _stop_one(service, reporter)

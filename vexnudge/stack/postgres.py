@@ -135,8 +135,7 @@ class PostgresService:
         record.save(self.paths.record(self.name))
         if not asyncio.run(self._answers(timeout_s=10.0)):
             raise NotReady(
-                f"PostgreSQL started but does not answer on {HOST}:{self.port}.\n"
-                f"{tail(self.layout.log, 30)}"
+                f"PostgreSQL started but does not answer on {HOST}:{self.port}.\n{tail(self.layout.log, 30)}"
             )
         return record
 
@@ -145,9 +144,7 @@ class PostgresService:
         import asyncpg
 
         _, _, user, dbname = database_target(self.settings.database_url.get_secret_value())
-        conn = await asyncpg.connect(
-            host=HOST, port=self.port, user=SUPERUSER, database="postgres", timeout=10
-        )
+        conn = await asyncpg.connect(host=HOST, port=self.port, user=SUPERUSER, database="postgres", timeout=10)
         try:
             if not await conn.fetchval("select 1 from pg_roles where rolname = $1", user):
                 await conn.execute(f"create role {_ident(user)} login createdb")
@@ -183,9 +180,7 @@ class PostgresService:
                 "`sudo apt-get install postgresql` (Debian/Ubuntu), "
                 "then run `vexnudge stack up` again."
             )
-        reporter.say(
-            "postgres: server binaries not found, installing Debian's postgresql with apt-get"
-        )
+        reporter.say("postgres: server binaries not found, installing Debian's postgresql with apt-get")
         for argv in (
             ["apt-get", "update", "-q"],
             [
@@ -215,9 +210,7 @@ class PostgresService:
                 )
         found = find_pg_bin()
         if not found:
-            raise ToolMissing(
-                "apt-get installed postgresql but no initdb/pg_ctl was found afterwards"
-            )
+            raise ToolMissing("apt-get installed postgresql but no initdb/pg_ctl was found afterwards")
         return found
 
     def _server_user(self) -> tuple[int, int] | None:
@@ -246,8 +239,7 @@ class PostgresService:
         )
         if out.returncode != 0:
             raise StackError(
-                f"initdb refuses to run as root and creating a `vexnudge` system user "
-                f"failed: {out.stderr.strip()}"
+                f"initdb refuses to run as root and creating a `vexnudge` system user failed: {out.stderr.strip()}"
             )
         entry = pwd.getpwnam("vexnudge")
         return entry.pw_uid, entry.pw_gid
@@ -347,9 +339,7 @@ class PostgresService:
         )
         if out.returncode != 0:
             shutil.rmtree(self.layout.data, ignore_errors=True)
-            raise StackError(
-                f"initdb failed (exit code {out.returncode}):\n{out.stdout}{out.stderr}"
-            )
+            raise StackError(f"initdb failed (exit code {out.returncode}):\n{out.stdout}{out.stderr}")
         with open(self.layout.data / "postgresql.conf", "a") as conf:
             conf.write(_SERVER_CONF)
         ticker.done("done")

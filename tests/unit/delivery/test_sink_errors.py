@@ -66,8 +66,7 @@ def test_storable_json_of_clean_text_is_unchanged() -> None:
 
 def test_storable_params_replaces_in_strings_and_text_arrays_only() -> None:
     params = ("a\x00", 5, None, ["x\x00", "y"], b"\x00", 1.5)
-    assert storable_params(params) == (
-        "a" + REPLACEMENT, 5, None, ["x" + REPLACEMENT, "y"], b"\x00", 1.5)
+    assert storable_params(params) == ("a" + REPLACEMENT, 5, None, ["x" + REPLACEMENT, "y"], b"\x00", 1.5)
 
 
 # --- the classifier ----------------------------------------------------------------------
@@ -80,11 +79,9 @@ CASES: list[tuple[str, BaseException, Disposition]] = [
     # the record's fault: permanent
     ("NUL in text (22021)", E.CharacterNotInRepertoireError("invalid byte sequence"), REFUSE),
     ("\\u0000 in jsonb (22P05)", E.UntranslatableCharacterError("unsupported escape"), REFUSE),
-    ("timestamp out of range (22008)", E.DatetimeFieldOverflowError("timestamp out of range"),
-     REFUSE),
+    ("timestamp out of range (22008)", E.DatetimeFieldOverflowError("timestamp out of range"), REFUSE),
     ("numeric out of range (22003)", E.NumericValueOutOfRangeError("out of range"), REFUSE),
-    ("client-side parameter encoding (22000)", E.DataError("invalid input for query argument"),
-     REFUSE),
+    ("client-side parameter encoding (22000)", E.DataError("invalid input for query argument"), REFUSE),
     ("check violation (23514)", E.CheckViolationError("violates check constraint"), REFUSE),
     ("not null violation (23502)", E.NotNullViolationError("null value"), REFUSE),
     ("unique violation (23505)", E.UniqueViolationError("duplicate key"), REFUSE),

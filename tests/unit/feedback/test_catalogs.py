@@ -55,8 +55,12 @@ def test_go_mars_milestones() -> None:
     spec = progress_spec("GOMars")
     assert spec is not None
     assert [m.key for m in spec.milestones] == [
-        "sample_out_of_crater", "sample_to_lab", "solar_panel", "rover",
-        "rocket_upright", "fuel_cells",
+        "sample_out_of_crater",
+        "sample_to_lab",
+        "solar_panel",
+        "rover",
+        "rocket_upright",
+        "fuel_cells",
     ]
     assert spec.score_param == "total_score" and spec.score_cap == 5
     assert all(m.label and m.label[0].islower() for m in spec.milestones)
@@ -71,12 +75,11 @@ def test_go_mars_milestones() -> None:
         ({"removed_samples_crater": 1}, ["sample_out_of_crater"]),
         ({"removed_samples_crater": 0}, []),
         ({"samples_moved_lab_top": 2}, ["sample_to_lab"]),
-        ({"samples_moved_lab": "1"}, []),                   # strings never count
+        ({"samples_moved_lab": "1"}, []),  # strings never count
         ({"tilted_solarPanel": True, "rover_rescued": False}, ["solar_panel"]),
-        ({"tilted_solarPanel": 1}, []),                     # flags must be exactly true
-        ({"lifted_rocketShip_upright": True, "removed_fuel_cells_craters": 3},
-         ["rocket_upright", "fuel_cells"]),
-        ({"cleared_debris_landingSite": True}, []),         # not one of the six
+        ({"tilted_solarPanel": 1}, []),  # flags must be exactly true
+        ({"lifted_rocketShip_upright": True, "removed_fuel_cells_craters": 3}, ["rocket_upright", "fuel_cells"]),
+        ({"cleared_debris_landingSite": True}, []),  # not one of the six
     ],
 )
 def test_milestone_predicates(params: dict[str, object], done: list[str]) -> None:
@@ -104,12 +107,25 @@ def test_block_name(block_type: str, name: str) -> None:
 
 def test_every_fixture_block_type_has_a_friendly_name() -> None:
     seen = [
-        "pg_drivetrain_drive_for", "pg_drivetrain_turn_for", "pg_events_when_started",
-        "pg_control_wait", "pg_drivetrain_turn_to_heading", "pg_control_repeat",
-        "pg_control_repeat_until", "pg_sensing_drive_is_done", "pg_drivetrain_stop_driving",
-        "pg_sensing_drive_is_moving", "pg_drivetrain_set_drive_velocity", "pg_drivetrain_drive",
-        "pg_control_if_then", "iq_motion_spin_for", "when_started", "drive_for", "turn_for",
-        "arm_spin", "wait",
+        "pg_drivetrain_drive_for",
+        "pg_drivetrain_turn_for",
+        "pg_events_when_started",
+        "pg_control_wait",
+        "pg_drivetrain_turn_to_heading",
+        "pg_control_repeat",
+        "pg_control_repeat_until",
+        "pg_sensing_drive_is_done",
+        "pg_drivetrain_stop_driving",
+        "pg_sensing_drive_is_moving",
+        "pg_drivetrain_set_drive_velocity",
+        "pg_drivetrain_drive",
+        "pg_control_if_then",
+        "iq_motion_spin_for",
+        "when_started",
+        "drive_for",
+        "turn_for",
+        "arm_spin",
+        "wait",
     ]
     assert [t for t in seen if t not in catalogs._block_names()] == []
 

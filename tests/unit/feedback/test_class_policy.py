@@ -30,8 +30,12 @@ P = Persistence
 
 def snapshot(cognition: Cognition | None, persistence: Persistence | None) -> SessionMetrics:
     kw: dict[str, Any] = dict(
-        playground="GO-Mars", segment_events=3, time_on_task_s=60.0,
-        action_level=ActionLevel.LOW, cognition=cognition, persistence=persistence,
+        playground="GO-Mars",
+        segment_events=3,
+        time_on_task_s=60.0,
+        action_level=ActionLevel.LOW,
+        cognition=cognition,
+        persistence=persistence,
     )
     return SessionMetrics(**kw)
 
@@ -60,8 +64,7 @@ ROWS += [
 
 
 @pytest.mark.parametrize(("cognition", "persistence", "expected"), ROWS)
-def test_snapshot_table(cognition: Cognition, persistence: Persistence,
-                        expected: set[FeedbackClass]) -> None:
+def test_snapshot_table(cognition: Cognition, persistence: Persistence, expected: set[FeedbackClass]) -> None:
     got = classes_for_metrics(snapshot(cognition, persistence))
     assert got == expected
     assert reactive_classes(snapshot(cognition, persistence)) == (expected or {FC.QUESTION})
@@ -128,9 +131,14 @@ def test_every_class_has_a_spec_including_neutral() -> None:
 
 @pytest.mark.parametrize(
     ("cls", "name"),
-    [(FC.NUDGE, "Hint"), (FC.DIAGNOSE, "Encourage Testing (Diagnose)"), (FC.REPEAT, "Remind"),
-     (FC.EVIDENCE_BASED_PRAISE, "Evidence-Based Praise"), (FC.HOW_TO, "How To"),
-     (FC.QUESTION, "Question")],
+    [
+        (FC.NUDGE, "Hint"),
+        (FC.DIAGNOSE, "Encourage Testing (Diagnose)"),
+        (FC.REPEAT, "Remind"),
+        (FC.EVIDENCE_BASED_PRAISE, "Evidence-Based Praise"),
+        (FC.HOW_TO, "How To"),
+        (FC.QUESTION, "Question"),
+    ],
 )
 def test_prompt_names(cls: FeedbackClass, name: str) -> None:
     assert spec_for(cls).prompt_name == name

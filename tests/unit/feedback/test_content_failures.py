@@ -38,14 +38,13 @@ async def _no_sleep(seconds: float) -> None:
 
 
 def client(fake: FakeOllama) -> OllamaClient:
-    return OllamaClient(host=fake.url, model="llama3.2", timeout_s=2.0, max_retries=3,
-                        rand=lambda: 0.5, sleep=_no_sleep)
+    return OllamaClient(
+        host=fake.url, model="llama3.2", timeout_s=2.0, max_retries=3, rand=lambda: 0.5, sleep=_no_sleep
+    )
 
 
 @pytest.mark.parametrize("status", [400, 413, 422])
-async def test_a_request_refused_for_its_content_is_not_retried(
-    fake: FakeOllama, status: int
-) -> None:
+async def test_a_request_refused_for_its_content_is_not_retried(fake: FakeOllama, status: int) -> None:
     fake.configure(refuse_containing="poison", refuse_status=status)
     async with client(fake) as llm:
         with pytest.raises(PromptRejected, match=f"refused this request \\({status}"):
@@ -80,8 +79,10 @@ class Raising:
 
 @pytest.mark.parametrize(
     "error",
-    [PromptRejected("the model server refused this request (400: too long)"),
-     MalformedAnswer("model server sent a malformed answer")],
+    [
+        PromptRejected("the model server refused this request (400: too long)"),
+        MalformedAnswer("model server sent a malformed answer"),
+    ],
     ids=["refused", "malformed"],
 )
 async def test_a_content_failure_gets_the_template_even_with_the_fallback_off(

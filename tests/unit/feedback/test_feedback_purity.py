@@ -12,8 +12,24 @@ import pytest
 from topology.settings import PROJECT_ROOT
 
 FORBIDDEN = frozenset(
-    {"faust", "mode", "aiokafka", "kafka", "confluent_kafka", "aiohttp", "asyncpg", "psycopg",
-     "psycopg2", "ollama", "openai", "httpx", "requests", "urllib3", "rocksdict", "delivery"}
+    {
+        "faust",
+        "mode",
+        "aiokafka",
+        "kafka",
+        "confluent_kafka",
+        "aiohttp",
+        "asyncpg",
+        "psycopg",
+        "psycopg2",
+        "ollama",
+        "openai",
+        "httpx",
+        "requests",
+        "urllib3",
+        "rocksdict",
+        "delivery",
+    }
 )
 ALLOWED_PROJECT = frozenset({"feedback", "topology", "streams", "tree_edit"})  # tree_edit is pure too
 #: Adapter modules that may talk to a model server (not part of the pure core).
@@ -54,14 +70,13 @@ def test_topology_imports_are_schemas_and_settings_only() -> None:
 
 
 def test_importing_the_core_loads_no_io_library() -> None:
-    names = sorted(
-        ".".join(p.relative_to(PROJECT_ROOT).with_suffix("").parts) for p in pure_modules()
-    )
+    names = sorted(".".join(p.relative_to(PROJECT_ROOT).with_suffix("").parts) for p in pure_modules())
     code = (
         "import importlib, sys\n"
         f"for name in {names!r}:\n    importlib.import_module(name)\n"
         f"print(sorted(m for m in {sorted(FORBIDDEN)!r} if m in sys.modules))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], cwd=PROJECT_ROOT, capture_output=True,
-                         text=True, check=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=PROJECT_ROOT, capture_output=True, text=True, check=True, timeout=60
+    )
     assert out.stdout.strip() == "[]"

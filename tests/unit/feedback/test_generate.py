@@ -128,9 +128,7 @@ async def test_no_model_configured() -> None:
 
 async def test_answer_that_cleans_to_nothing_is_empty() -> None:
     with pytest.raises(EmptyAnswer):
-        await generate_feedback(
-            PROACTIVE, llm=StubLLM("<think>only thoughts"), fallback_template=False
-        )
+        await generate_feedback(PROACTIVE, llm=StubLLM("<think>only thoughts"), fallback_template=False)
 
 
 async def test_reply_naming_a_label_is_never_sent() -> None:
@@ -162,9 +160,7 @@ async def test_no_label_word_in_the_prompt_fact_or_any_reply(kind: TriggerType) 
     request = proactive(kind)
     llm = StubLLM()
     by_model = await generate_feedback(request, chat=CHAT, llm=llm, fallback_template=False)
-    by_template = await generate_feedback(
-        request, llm=StubLLM(LLMUnavailable("x")), fallback_template=True
-    )
+    by_template = await generate_feedback(request, llm=StubLLM(LLMUnavailable("x")), fallback_template=True)
     assert contains_banned_word(situation_section(llm.prompts[0])) is None
     assert contains_banned_word(by_model.text) is None
     assert contains_banned_word(by_template.text) is None
@@ -172,9 +168,7 @@ async def test_no_label_word_in_the_prompt_fact_or_any_reply(kind: TriggerType) 
 
 async def test_untrimmed_research_mode() -> None:
     long_reply = " ".join(["Change the `drive for` number and run it again."] * 6)
-    result = await generate_feedback(
-        PROACTIVE, llm=StubLLM(long_reply), fallback_template=False, trim=False
-    )
+    result = await generate_feedback(PROACTIVE, llm=StubLLM(long_reply), fallback_template=False, trim=False)
     assert word_count(result.text) > 40
 
 

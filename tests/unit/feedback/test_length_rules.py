@@ -46,8 +46,7 @@ def sentence(n: int) -> str:
     ("text", "expected"),
     [
         # praise plus its hint: both kept
-        ("Great job! Now try turning left with `turn for`.",
-         "Great job! Now try turning left with `turn for`."),
+        ("Great job! Now try turning left with `turn for`.", "Great job! Now try turning left with `turn for`."),
         # a third sentence is dropped
         ("One step. Two steps. Three steps.", "One step. Two steps."),
         # a second sentence that would pass 40 words is dropped
@@ -98,8 +97,13 @@ def test_limits_are_parameters() -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["Great job! Now try turning left.", f"{words(50)}.", f"{words(10)}, {words(40)}",
-     "Hmm... the robot stops early. Try a bigger distance.", "Use e.g. 45 degrees. Then run."],
+    [
+        "Great job! Now try turning left.",
+        f"{words(50)}.",
+        f"{words(10)}, {words(40)}",
+        "Hmm... the robot stops early. Try a bigger distance.",
+        "Use e.g. 45 degrees. Then run.",
+    ],
 )
 def test_idempotent(text: str) -> None:
     once = enforce_length(text)

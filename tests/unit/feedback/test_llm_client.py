@@ -95,9 +95,7 @@ async def test_empty_then_answer(fake: FakeOllama) -> None:
 async def test_server_errors_are_retried_with_growing_backoff(fake: FakeOllama) -> None:
     fake.configure(mode="fail")
     sleeps = Sleeps()
-    async with client(
-        fake, max_retries=3, sleep=sleeps, backoff=Backoff(base_s=0.1, cap_s=0.3)
-    ) as llm:
+    async with client(fake, max_retries=3, sleep=sleeps, backoff=Backoff(base_s=0.1, cap_s=0.3)) as llm:
         with pytest.raises(LLMUnavailable, match="500"):
             await llm.complete(PROMPT)
         assert llm.stats.http_calls == 4
@@ -213,9 +211,7 @@ async def test_fake_streams_ndjson_and_obeys_control(fake_ollama: FakeOllama) ->
     client = ollama.AsyncClient(host=fake_ollama.url)
     parts = [
         p
-        async for p in await client.chat(
-            model="llama3.2", messages=[{"role": "user", "content": PROMPT}], stream=True
-        )
+        async for p in await client.chat(model="llama3.2", messages=[{"role": "user", "content": PROMPT}], stream=True)
     ]
     assert "".join(p.message.content or "" for p in parts) == ANSWER
     assert [p.done for p in parts][-1] is True and not any(p.done for p in parts[:-1])

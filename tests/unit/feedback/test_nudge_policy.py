@@ -29,33 +29,54 @@ ON = NudgeConfig(enabled=True, cooldown_s=90.0, realert_cap=1, max_age_s=900.0)
 NOW = 10_000.0
 
 
-def fire(kind: T, run: int | None = None, *, alert: int | None = None, ts: float = NOW,
-         session: str = "s1", event_id: str = "e1") -> TriggerFired:
+def fire(
+    kind: T,
+    run: int | None = None,
+    *,
+    alert: int | None = None,
+    ts: float = NOW,
+    session: str = "s1",
+    event_id: str = "e1",
+) -> TriggerFired:
     inactive = kind is T.INACTIVE
     return TriggerFired(
         trigger_id=f"{session}:{kind.value}:{run if not inactive else alert}:{event_id}",
-        type=kind, student_key="otter", student_id="Otter", session_id=session,
-        run_index=None if inactive else run, alert=(alert or 0) if inactive else None,
-        ts=ts, timestamp="2026-05-06T09:14:07Z", playground="GOMars",
-        event_id=event_id, detail="detail", evidence=TriggerEvidence(),
+        type=kind,
+        student_key="otter",
+        student_id="Otter",
+        session_id=session,
+        run_index=None if inactive else run,
+        alert=(alert or 0) if inactive else None,
+        ts=ts,
+        timestamp="2026-05-06T09:14:07Z",
+        playground="GOMars",
+        event_id=event_id,
+        detail="detail",
+        evidence=TriggerEvidence(),
     )
 
 
-def run(fires: list[TriggerFired], state: NudgeState | None = None, config: NudgeConfig = ON,
-        *, now: float = NOW, in_progress: bool = False, last_run: int | None = 0) -> PolicyResult:
-    return decide(fires, state or NudgeState(), config, now=now,
-                  run_in_progress=in_progress, last_run_index=last_run)
+def run(
+    fires: list[TriggerFired],
+    state: NudgeState | None = None,
+    config: NudgeConfig = ON,
+    *,
+    now: float = NOW,
+    in_progress: bool = False,
+    last_run: int | None = 0,
+) -> PolicyResult:
+    return decide(fires, state or NudgeState(), config, now=now, run_in_progress=in_progress, last_run_index=last_run)
 
 
 def verdicts(result: PolicyResult) -> list[tuple[str, str, str | None]]:
-    return [(d.trigger.type.value, d.verdict.value, d.reason.value if d.reason else None)
-            for d in result.decisions]
+    return [(d.trigger.type.value, d.verdict.value, d.reason.value if d.reason else None) for d in result.decisions]
 
 
 MOMENTARY = [T.WHEEL_SPIN, T.RESILIENCE, T.EXPLORER, T.ITERATIVE]
 
 
 # -- gates -----------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("kind", list(T))
 def test_proactive_off_suppresses_everything(kind: T) -> None:
@@ -72,9 +93,7 @@ def test_disabled_type(kind: T) -> None:
     assert verdicts(run([fire(other, 1)], config=config))[0][1] == "act"
 
 
-@pytest.mark.parametrize(
-    ("age", "verdict"), [(0.0, "act"), (899.999, "act"), (900.0, "act"), (900.001, "suppress")]
-)
+@pytest.mark.parametrize(("age", "verdict"), [(0.0, "act"), (899.999, "act"), (900.0, "act"), (900.001, "suppress")])
 def test_stale_boundary(age: float, verdict: str) -> None:
     result = run([fire(T.EXPLORER, 1, ts=NOW - age)])
     assert result.decisions[0].verdict.value == verdict
@@ -83,6 +102,7 @@ def test_stale_boundary(age: float, verdict: str) -> None:
 
 
 # -- one nudge per run -------------------------------------------------------------------
+
 
 def test_several_fires_on_one_run_strongest_acts() -> None:
     fires = [fire(T.ITERATIVE, 3), fire(T.EXPLORER, 3), fire(T.RESILIENCE, 3), fire(T.WHEEL_SPIN, 3)]
@@ -96,9 +116,13 @@ def test_several_fires_on_one_run_strongest_acts() -> None:
 
 @pytest.mark.parametrize(
     ("a", "b", "winner"),
-    [(T.WHEEL_SPIN, T.RESILIENCE, T.WHEEL_SPIN), (T.RESILIENCE, T.EXPLORER, T.RESILIENCE),
-     (T.EXPLORER, T.ITERATIVE, T.EXPLORER), (T.ITERATIVE, T.RESILIENCE, T.RESILIENCE),
-     (T.ITERATIVE, T.WHEEL_SPIN, T.WHEEL_SPIN)],
+    [
+        (T.WHEEL_SPIN, T.RESILIENCE, T.WHEEL_SPIN),
+        (T.RESILIENCE, T.EXPLORER, T.RESILIENCE),
+        (T.EXPLORER, T.ITERATIVE, T.EXPLORER),
+        (T.ITERATIVE, T.RESILIENCE, T.RESILIENCE),
+        (T.ITERATIVE, T.WHEEL_SPIN, T.WHEEL_SPIN),
+    ],
 )
 def test_pairwise_priority(a: T, b: T, winner: T) -> None:
     result = run([fire(a, 2), fire(b, 2)], last_run=2)
@@ -114,14 +138,16 @@ def test_fires_on_different_runs_are_independent_slots() -> None:
 
 @pytest.mark.parametrize(
     ("earlier", "later", "reason"),
-    [(T.EXPLORER, T.WHEEL_SPIN, "slot_used"), (T.EXPLORER, T.ITERATIVE, "lower_priority"),
-     (T.EXPLORER, T.EXPLORER, "lower_priority")],
+    [
+        (T.EXPLORER, T.WHEEL_SPIN, "slot_used"),
+        (T.EXPLORER, T.ITERATIVE, "lower_priority"),
+        (T.EXPLORER, T.EXPLORER, "lower_priority"),
+    ],
 )
 def test_slot_used_by_an_earlier_nudge(earlier: T, later: T, reason: str) -> None:
     first = run([fire(earlier, 4)], last_run=4)
     late = fire(later, 4, event_id="late")
-    assert verdicts(run([late], first.state, now=NOW + 500, last_run=4)) == [
-        (later.value, "suppress", reason)]
+    assert verdicts(run([late], first.state, now=NOW + 500, last_run=4)) == [(later.value, "suppress", reason)]
 
 
 @pytest.mark.parametrize(
@@ -131,24 +157,20 @@ def test_slot_used_by_an_earlier_nudge(earlier: T, later: T, reason: str) -> Non
 def test_inactive_counts_against_the_slot_after_the_last_run(momentary: T, reason: str) -> None:
     first = run([fire(momentary, 5)], last_run=5)
     alert = fire(T.INACTIVE, alert=0, event_id="idle1")
-    assert verdicts(run([alert], first.state, now=NOW + 300, last_run=5)) == [
-        ("inactive", "suppress", reason)]
+    assert verdicts(run([alert], first.state, now=NOW + 300, last_run=5)) == [("inactive", "suppress", reason)]
     # after another run the slot is free again
-    assert verdicts(run([alert], first.state, now=NOW + 300, last_run=6)) == [
-        ("inactive", "act", None)]
+    assert verdicts(run([alert], first.state, now=NOW + 300, last_run=6)) == [("inactive", "act", None)]
 
 
 def test_slots_are_per_session() -> None:
     first = run([fire(T.WHEEL_SPIN, 2, session="a")], last_run=2)
     other = fire(T.EXPLORER, 2, session="b")
-    assert verdicts(run([other], first.state, now=NOW + 100, last_run=2)) == [
-        ("explorer", "act", None)]
+    assert verdicts(run([other], first.state, now=NOW + 100, last_run=2)) == [("explorer", "act", None)]
 
 
 @pytest.mark.parametrize(
     ("kind", "run_index", "last_run", "slot"),
-    [(T.EXPLORER, 3, 7, 3), (T.INACTIVE, None, 7, 7), (T.INACTIVE, None, None, -1),
-     (T.WHEEL_SPIN, None, 2, 2)],
+    [(T.EXPLORER, 3, 7, 3), (T.INACTIVE, None, 7, 7), (T.INACTIVE, None, None, -1), (T.WHEEL_SPIN, None, 2, 2)],
 )
 def test_slot_of(kind: T, run_index: int | None, last_run: int | None, slot: int) -> None:
     f = fire(kind, run_index)
@@ -158,6 +180,7 @@ def test_slot_of(kind: T, run_index: int | None, last_run: int | None, slot: int
 
 
 # -- cooldown -----------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize(("gap", "verdict"), [(0, "suppress"), (89.9, "suppress"), (90, "act"), (500, "act")])
 def test_cooldown(gap: float, verdict: str) -> None:
@@ -178,13 +201,13 @@ def test_cooldown_zero_never_suppresses() -> None:
 
 # -- inactive re-alerts --------------------------------------------------------------------
 
+
 def alerts(cap: int, n: int, *, spell: str = "idle1", last_run: int | None = 0) -> list[str]:
     config = replace(ON, realert_cap=cap)
     state, out = NudgeState(), []
     for k in range(n):
         t = NOW + 600 * k
-        result = run([fire(T.INACTIVE, alert=k, ts=t, event_id=spell)], state, config,
-                     now=t, last_run=last_run)
+        result = run([fire(T.INACTIVE, alert=k, ts=t, event_id=spell)], state, config, now=t, last_run=last_run)
         state = result.state
         d = result.decisions[0]
         out.append(d.reason.value if d.reason else d.verdict.value)
@@ -193,9 +216,11 @@ def alerts(cap: int, n: int, *, spell: str = "idle1", last_run: int | None = 0) 
 
 @pytest.mark.parametrize(
     ("cap", "expected"),
-    [(0, ["act", "realert_cap", "realert_cap"]),
-     (1, ["act", "act", "realert_cap", "realert_cap"]),
-     (2, ["act", "act", "act", "realert_cap"])],
+    [
+        (0, ["act", "realert_cap", "realert_cap"]),
+        (1, ["act", "act", "realert_cap", "realert_cap"]),
+        (2, ["act", "act", "act", "realert_cap"]),
+    ],
 )
 def test_realert_cap(cap: int, expected: list[str]) -> None:
     assert alerts(cap, len(expected)) == expected
@@ -209,8 +234,7 @@ def test_realert_counts_reset_for_a_new_spell_after_a_new_run() -> None:
     config = replace(ON, realert_cap=1)
     state = NudgeState()
     for k in range(3):
-        state = run([fire(T.INACTIVE, alert=k, ts=NOW + 600 * k)], state, config,
-                    now=NOW + 600 * k).state
+        state = run([fire(T.INACTIVE, alert=k, ts=NOW + 600 * k)], state, config, now=NOW + 600 * k).state
     later = NOW + 5000
     spell2 = [fire(T.INACTIVE, alert=k, ts=later + 600 * k, event_id="idle2") for k in range(3)]
     out = []
@@ -224,8 +248,7 @@ def test_realert_counts_reset_for_a_new_spell_after_a_new_run() -> None:
 def test_a_new_spell_without_a_new_run_shares_the_slot() -> None:
     state = run([fire(T.INACTIVE, alert=0)], last_run=3).state
     again = fire(T.INACTIVE, alert=0, ts=NOW + 1000, event_id="idle2")
-    assert verdicts(run([again], state, now=NOW + 1000, last_run=3)) == [
-        ("inactive", "suppress", "lower_priority")]
+    assert verdicts(run([again], state, now=NOW + 1000, last_run=3)) == [("inactive", "suppress", "lower_priority")]
 
 
 def test_realert_after_a_cooled_down_first_alert_acts() -> None:
@@ -238,6 +261,7 @@ def test_realert_after_a_cooled_down_first_alert_acts() -> None:
 
 
 # -- holding during a run --------------------------------------------------------------------
+
 
 def test_hold_while_running_then_release_acts() -> None:
     held = run([fire(T.EXPLORER, 1)], in_progress=True, last_run=1)
@@ -285,9 +309,11 @@ def test_batch_during_a_run_holds_only_the_strongest() -> None:
 
 @pytest.mark.parametrize(
     ("change", "reason"),
-    [(dict(enabled=False), "proactive_off"),
-     (dict(disabled_types=frozenset({T.EXPLORER})), "disabled_type"),
-     (dict(max_age_s=10.0), "stale")],
+    [
+        (dict(enabled=False), "proactive_off"),
+        (dict(disabled_types=frozenset({T.EXPLORER})), "disabled_type"),
+        (dict(max_age_s=10.0), "stale"),
+    ],
 )
 def test_release_rechecks_the_gates(change: dict[str, Any], reason: str) -> None:
     held = run([fire(T.EXPLORER, 1)], in_progress=True, last_run=1)
@@ -318,6 +344,7 @@ def test_inactive_alert_during_a_long_run_is_held() -> None:
 
 # -- idempotence and state -------------------------------------------------------------------
 
+
 def test_replayed_fire_acts_again_as_duplicate_without_changing_state() -> None:
     first = run([fire(T.EXPLORER, 1)])
     again = run([fire(T.EXPLORER, 1)], first.state, now=NOW + 5)
@@ -338,6 +365,7 @@ def test_state_json_round_trip() -> None:
     state = run([fire(T.EXPLORER, 3, ts=NOW + 900)], state, now=NOW + 900, in_progress=True).state
     assert state.held is not None and state.realerts == 1
     import json
+
     assert NudgeState.from_json(json.loads(json.dumps(state.to_json()))) == state
     assert NudgeState.from_json(None) == NudgeState() == NudgeState.from_json({})
 
@@ -352,12 +380,18 @@ def test_used_slots_are_bounded() -> None:
 
 def test_config_from_settings() -> None:
     settings = load_settings(
-        trigger_daemon_enabled=True, trigger_disabled="explorer,inactive",
-        nudge_cooldown_s=30, inactive_realert_nudge_cap=2, nudge_max_age_s=120,
+        trigger_daemon_enabled=True,
+        trigger_disabled="explorer,inactive",
+        nudge_cooldown_s=30,
+        inactive_realert_nudge_cap=2,
+        nudge_max_age_s=120,
     )
     assert NudgeConfig.from_settings(settings) == NudgeConfig(
-        enabled=True, disabled_types=frozenset({T.EXPLORER, T.INACTIVE}),
-        cooldown_s=30.0, realert_cap=2, max_age_s=120.0,
+        enabled=True,
+        disabled_types=frozenset({T.EXPLORER, T.INACTIVE}),
+        cooldown_s=30.0,
+        realert_cap=2,
+        max_age_s=120.0,
     )
     assert NudgeConfig.from_settings(load_settings()).enabled is False
 
@@ -388,8 +422,14 @@ def test_invariants(steps: list[tuple[str, list[T], float]], enabled: bool) -> N
             alert += 1
         elif action == "end":
             in_progress = False
-        result = decide(fires, state, config, now=now, run_in_progress=in_progress,
-                        last_run_index=last_run if last_run >= 0 else None)
+        result = decide(
+            fires,
+            state,
+            config,
+            now=now,
+            run_in_progress=in_progress,
+            last_run_index=last_run if last_run >= 0 else None,
+        )
         decided = {d.trigger.trigger_id for d in result.decisions}
         assert {f.trigger_id for f in fires} <= decided
         for d in result.decisions:

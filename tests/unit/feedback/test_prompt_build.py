@@ -40,13 +40,18 @@ def test_golden_reactive_prompt() -> None:
 
 
 def test_prompt_is_deterministic_and_types_sorted() -> None:
-    inputs = prompt_inputs(PROACTIVE, classes={FeedbackClass.REASSURE, FeedbackClass.DIAGNOSE,
-                                               FeedbackClass.NEUTRAL, FeedbackClass.NUDGE})
+    inputs = prompt_inputs(
+        PROACTIVE, classes={FeedbackClass.REASSURE, FeedbackClass.DIAGNOSE, FeedbackClass.NEUTRAL, FeedbackClass.NUDGE}
+    )
     text = render_prompt(inputs)
     listed = text.split("Feedback types to use:\n")[1].split("\n\n")[0].splitlines()
     assert listed == ["- Encourage Testing (Diagnose)", "- Hint", "- Neutral", "- Reassure"]
-    assert text == render_prompt(prompt_inputs(PROACTIVE, classes=[
-        FeedbackClass.NUDGE, FeedbackClass.NEUTRAL, FeedbackClass.DIAGNOSE, FeedbackClass.REASSURE]))
+    assert text == render_prompt(
+        prompt_inputs(
+            PROACTIVE,
+            classes=[FeedbackClass.NUDGE, FeedbackClass.NEUTRAL, FeedbackClass.DIAGNOSE, FeedbackClass.REASSURE],
+        )
+    )
 
 
 def test_proactive_situation_ends_with_the_fact_and_hides_the_label() -> None:
@@ -76,8 +81,9 @@ def test_proactive_without_metrics_is_the_fact_alone() -> None:
 
 
 def test_reactive_defaults() -> None:
-    request = REACTIVE.model_copy(update={"question": "   ", "metrics": None, "program_xml": None,
-                                          "playground": "RoverRescue"})
+    request = REACTIVE.model_copy(
+        update={"question": "   ", "metrics": None, "program_xml": None, "playground": "RoverRescue"}
+    )
     inputs = prompt_inputs(request)
     assert inputs.message == "Help" and inputs.question_type is QuestionType.GENERAL
     assert inputs.classes == (FeedbackClass.QUESTION,)
@@ -98,8 +104,12 @@ def test_chat_keeps_the_last_six_turns_with_capitalized_roles() -> None:
     text = build_prompt(REACTIVE, chat=chat)
     section = text.split("Recent chat:\n")[1].split("\n\n")[0].splitlines()
     assert section == [
-        "Assistant: turn 3", "Student: turn 4", "Assistant: turn 5", "Student: turn 6",
-        "Assistant: turn 7", "Student: turn 8",
+        "Assistant: turn 3",
+        "Student: turn 4",
+        "Assistant: turn 5",
+        "Student: turn 6",
+        "Assistant: turn 7",
+        "Student: turn 8",
     ]
 
 
@@ -121,8 +131,9 @@ def test_fill_tolerates_stray_braces(template: str, expected: str) -> None:
 def test_researcher_template_with_braces() -> None:
     template = "Say {message} using {feedback_types}; keep {this} and }{ as is."
     text = render_prompt(prompt_inputs(REACTIVE), template)
-    assert text == ("Say why doesnt my arm move {it just sits there} using - Partial Correctness; "
-                    "keep {this} and }{ as is.")
+    assert text == (
+        "Say why doesnt my arm move {it just sits there} using - Partial Correctness; keep {this} and }{ as is."
+    )
 
 
 def test_lane_enum_is_respected() -> None:
@@ -131,10 +142,17 @@ def test_lane_enum_is_respected() -> None:
 
 @pytest.mark.parametrize(
     ("answer", "qtype"),
-    [("2", QuestionType.DEBUGGING), (" 0\n", QuestionType.TASK), ("Type: 1.", QuestionType.STRATEGY),
-     ("12", QuestionType.GENERAL), ("4", QuestionType.GENERAL), ("", QuestionType.GENERAL),
-     (None, QuestionType.GENERAL), ("I think 3 or 1", QuestionType.GENERAL),
-     ("answer 1 then 2", QuestionType.STRATEGY)],
+    [
+        ("2", QuestionType.DEBUGGING),
+        (" 0\n", QuestionType.TASK),
+        ("Type: 1.", QuestionType.STRATEGY),
+        ("12", QuestionType.GENERAL),
+        ("4", QuestionType.GENERAL),
+        ("", QuestionType.GENERAL),
+        (None, QuestionType.GENERAL),
+        ("I think 3 or 1", QuestionType.GENERAL),
+        ("answer 1 then 2", QuestionType.STRATEGY),
+    ],
 )
 def test_parse_question_type(answer: str | None, qtype: QuestionType) -> None:
     assert parse_question_type(answer) is qtype

@@ -14,8 +14,7 @@ def ws(body: str, ns: bool = True) -> str:
 
 
 def num(slot: str, value: str) -> str:
-    return (f'<value name="{slot}"><shadow type="math_number">'
-            f'<field name="NUM">{value}</field></shadow></value>')
+    return f'<value name="{slot}"><shadow type="math_number"><field name="NUM">{value}</field></shadow></value>'
 
 
 EXAMPLE_A = ws(
@@ -23,10 +22,10 @@ EXAMPLE_A = ws(
     '<block type="pg_drivetrain_drive_for" id="b"><field name="DIRECTION">fwd</field>'
     f'<field name="UNITS">mm</field>{num("AMOUNT", "600")}<next>'
     '<block type="pg_drivetrain_turn_for" id="c"><field name="TURNDIRECTION">right</field>'
-    f'{num("ANGLE", "90")}</block></next></block></next></block>'
+    f"{num('ANGLE', '90')}</block></next></block></next></block>"
     '<block type="iq_motion_spin_for" id="d" x="300" y="20"><field name="MOTOR">ArmMotor</field>'
     '<field name="DIRECTION">up</field><field name="UNITS">degrees</field>'
-    f'{num("AMOUNT", "45")}</block>'
+    f"{num('AMOUNT', '45')}</block>"
 )
 
 EXAMPLE_A_TARGET = """\
@@ -46,11 +45,11 @@ EXAMPLE_B = ws(
     '<block type="pg_control_if_then_else" id="i"><value name="CONDITION">'
     '<block type="pg_operator_comparison" id="c"><field name="COMPARISON">&lt;</field>'
     '<value name="NUM1"><block type="pg_sensing_drive_heading" id="dh"/></value>'
-    f'{num("NUM2", "90")}</block></value>'
+    f"{num('NUM2', '90')}</block></value>"
     '<statement name="SUBSTACK"><block type="pg_drivetrain_turn" id="t">'
     '<field name="TURNDIRECTION">right</field></block></statement>'
     '<statement name="SUBSTACK2"><block type="pg_drivetrain_stop_driving" id="s"/></statement>'
-    '</block></next></block></next></block>'
+    "</block></next></block></next></block>"
     '<block type="pg_events_broadcast" id="bc" x="400" y="50">'
     '<field name="BROADCAST_OPTION">go</field></block>'
 )
@@ -88,11 +87,9 @@ def test_namespaced_literals_are_folded_with_prefixed_tags() -> None:
         '<b:xml xmlns:b="https://developers.google.com/blockly/xml">'
         '<b:block type="pg_events_when_started"><b:next><b:block type="pg_control_wait">'
         '<b:value name="DURATION"><b:shadow type="math_number"><b:field name="NUM">4</b:field>'
-        '</b:shadow></b:value></b:block></b:next></b:block></b:xml>'
+        "</b:shadow></b:value></b:block></b:next></b:block></b:xml>"
     )
-    assert render_program(xml) == (
-        "[Active]\n events_when_started\n  control_wait (DURATION=4)\n[Orphaned]\n (empty)"
-    )
+    assert render_program(xml) == ("[Active]\n events_when_started\n  control_wait (DURATION=4)\n[Orphaned]\n (empty)")
 
 
 def proc_def(name: str, body: str = "", disabled: bool = False) -> str:
@@ -100,14 +97,16 @@ def proc_def(name: str, body: str = "", disabled: bool = False) -> str:
     return (
         f'<block type="procedures_definition"{flag}><value name="custom_block">'
         f'<shadow type="procedures_prototype"><mutation proccode="{name}"/></shadow></value>'
-        f'{"<next>" + body + "</next>" if body else ""}</block>'
+        f"{'<next>' + body + '</next>' if body else ''}</block>"
     )
 
 
 def proc_call(name: str, disabled: bool = False, nxt: str = "") -> str:
     flag = ' disabled="true"' if disabled else ""
-    return (f'<block type="procedures_call"{flag}><mutation proccode="{name}"/>'
-            f'{"<next>" + nxt + "</next>" if nxt else ""}</block>')
+    return (
+        f'<block type="procedures_call"{flag}><mutation proccode="{name}"/>'
+        f"{'<next>' + nxt + '</next>' if nxt else ''}</block>"
+    )
 
 
 def started(body: str) -> str:
@@ -146,8 +145,7 @@ def test_procedure_called_only_from_orphaned_code_is_orphaned() -> None:
 
 
 def test_first_definition_of_a_name_wins() -> None:
-    xml = ws(started(proc_call("x")) + proc_def("x", STOP) +
-             proc_def("x", '<block type="pg_control_wait"/>'))
+    xml = ws(started(proc_call("x")) + proc_def("x", STOP) + proc_def("x", '<block type="pg_control_wait"/>'))
     active, orphaned = render_program(xml).split("[Orphaned]")  # type: ignore[union-attr]
     assert "drivetrain_stop_driving" in active and "control_wait" in orphaned
 
@@ -167,8 +165,10 @@ def test_disabled_call_does_not_make_a_definition_live() -> None:
 
 
 def test_call_inside_a_disabled_body_does_not_count() -> None:
-    loop = ('<block type="pg_control_forever" disabled-reasons="MANUALLY_DISABLED">'
-            f'<statement name="SUBSTACK">{proc_call("x")}</statement></block>')
+    loop = (
+        '<block type="pg_control_forever" disabled-reasons="MANUALLY_DISABLED">'
+        f'<statement name="SUBSTACK">{proc_call("x")}</statement></block>'
+    )
     out = render_program(ws(started(loop) + proc_def("x", STOP)))
     assert out is not None
     assert "  control_forever [disabled]\n   procedures_call (PROC=x)" in out
@@ -196,8 +196,10 @@ def test_disabled_hat_is_orphaned() -> None:
 
 def test_value_prefers_an_enabled_block_then_the_shadow() -> None:
     reporter = '<block type="pg_sensing_drive_heading"{}/>'
-    value = ('<block type="pg_control_wait"><value name="DURATION">'
-             '<shadow type="math_number"><field name="NUM">3</field></shadow>{}</value></block>')
+    value = (
+        '<block type="pg_control_wait"><value name="DURATION">'
+        '<shadow type="math_number"><field name="NUM">3</field></shadow>{}</value></block>'
+    )
     live = render_program(ws(started(value.format(reporter.format("")))))
     off = render_program(ws(started(value.format(reporter.format(' disabled="true"')))))
     assert "  control_wait\n   sensing_drive_heading\n" in (live or "")
@@ -206,17 +208,20 @@ def test_value_prefers_an_enabled_block_then_the_shadow() -> None:
 
 @pytest.mark.parametrize(
     "hat",
-    ["pg_events_when_started", "pg_events_when_broadcasted", "pg_events_when_bumper",
-     "pg_events_when_timer", "pg_events_optical_detect_object"],
+    [
+        "pg_events_when_started",
+        "pg_events_when_broadcasted",
+        "pg_events_when_bumper",
+        "pg_events_when_timer",
+        "pg_events_optical_detect_object",
+    ],
 )
 def test_every_hat_is_active(hat: str) -> None:
     out = render_program(ws(f'<block type="{hat}"/>'))
     assert out == f"[Active]\n {hat[3:]}\n[Orphaned]\n (empty)"
 
 
-@pytest.mark.parametrize(
-    "block_type", ["pg_events_broadcast", "pg_events_broadcast_and_wait", "pg_drivetrain_drive"]
-)
+@pytest.mark.parametrize("block_type", ["pg_events_broadcast", "pg_events_broadcast_and_wait", "pg_drivetrain_drive"])
 def test_non_hats_are_orphaned(block_type: str) -> None:
     out = render_program(ws(f'<block type="{block_type}"/>'))
     assert out is not None and out.startswith("[Active]\n (empty)\n[Orphaned]")
@@ -224,9 +229,7 @@ def test_non_hats_are_orphaned(block_type: str) -> None:
 
 def test_prefixes_stripped_once() -> None:
     xml = ws('<block type="aim_thing"/><block type="mixed_pg_other"/><block type="pg_pg_x"/>')
-    assert render_program(xml) == (
-        "[Active]\n (empty)\n[Orphaned]\n thing\n pg_other\n pg_x"
-    )
+    assert render_program(xml) == ("[Active]\n (empty)\n[Orphaned]\n thing\n pg_other\n pg_x")
 
 
 def test_document_order_not_id_order() -> None:
@@ -235,8 +238,7 @@ def test_document_order_not_id_order() -> None:
 
 
 def test_nested_bodies_keep_their_chain_depth() -> None:
-    body = ('<block type="pg_drivetrain_drive"><next><block type="pg_drivetrain_turn"/>'
-            '</next></block>')
+    body = '<block type="pg_drivetrain_drive"><next><block type="pg_drivetrain_turn"/></next></block>'
     loop = f'<block type="pg_control_repeat">{num("TIMES", "4")}<statement name="SUBSTACK">{body}</statement></block>'
     out = render_program(ws(started(loop)))
     assert out == (
@@ -258,8 +260,16 @@ def test_else_line_without_first_body() -> None:
 
 @pytest.mark.parametrize(
     "xml",
-    [None, "", "   ", "<xml", "not xml at all", ws(""), ws('<variables><variable>x</variable></variables>'),
-     "<xml><shadow type='math_number'/></xml>"],
+    [
+        None,
+        "",
+        "   ",
+        "<xml",
+        "not xml at all",
+        ws(""),
+        ws("<variables><variable>x</variable></variables>"),
+        "<xml><shadow type='math_number'/></xml>",
+    ],
 )
 def test_nothing_to_render_gives_none(xml: str | None) -> None:
     assert render_program(xml) is None
@@ -267,11 +277,15 @@ def test_nothing_to_render_gives_none(xml: str | None) -> None:
 
 def test_program_block_types_live_first_without_shadows() -> None:
     assert program_block_types(EXAMPLE_A) == [
-        "pg_events_when_started", "pg_drivetrain_drive_for", "pg_drivetrain_turn_for",
+        "pg_events_when_started",
+        "pg_drivetrain_drive_for",
+        "pg_drivetrain_turn_for",
         "iq_motion_spin_for",
     ]
     assert program_block_types(EXAMPLE_A, active_only=True) == [
-        "pg_events_when_started", "pg_drivetrain_drive_for", "pg_drivetrain_turn_for",
+        "pg_events_when_started",
+        "pg_drivetrain_drive_for",
+        "pg_drivetrain_turn_for",
     ]
     assert program_block_types("<bad") == []
 

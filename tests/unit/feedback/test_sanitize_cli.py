@@ -36,17 +36,11 @@ def test_line_answer(raw: bytes, answer: dict[str, str]) -> None:
 
 def test_file_to_out_file_in_order(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     source = tmp_path / "in.jsonl"
-    source.write_bytes(
-        b'{"text": "Student: Encouragement: Keep going."}\n'
-        b"not json\n"
-        b"\n"
-        b'{"text": "One. Two. Three."}\n'
-    )
+    source.write_bytes(b'{"text": "Student: Encouragement: Keep going."}\nnot json\n\n{"text": "One. Two. Three."}\n')
     out = tmp_path / "out.jsonl"
     assert main(["sanitize", str(source), "--out", str(out)]) == 0
     lines = [json.loads(line) for line in out.read_text().splitlines()]
-    assert lines == [{"text": "Keep going."}, {"error": "invalid_json"},
-                     {"error": "empty_line"}, {"text": "One. Two."}]
+    assert lines == [{"text": "Keep going."}, {"error": "invalid_json"}, {"error": "empty_line"}, {"text": "One. Two."}]
     assert "lines: 4  cleaned: 2  changed: 2  emptied: 0  errors: 2" in capsys.readouterr().err
 
 
@@ -57,8 +51,7 @@ def test_no_trim_keeps_every_sentence(tmp_path: Path, capsys: pytest.CaptureFixt
     assert capsys.readouterr().out == '{"text": "One. Two. Three."}\n'
 
 
-def test_stdin_and_the_whole_corpus(monkeypatch: pytest.MonkeyPatch,
-                                    capsys: pytest.CaptureFixture[str]) -> None:
+def test_stdin_and_the_whole_corpus(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     cases = [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines()]
     data = "".join(json.dumps({"text": c["raw"]}) + "\n" for c in cases).encode()
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data), encoding="utf-8"))

@@ -45,9 +45,9 @@ def test_corpus_idempotent(case: dict[str, str]) -> None:
         (None, ""),
         ("", ""),
         ("Encouragement: Keep trying.", "Keep trying."),
-        ("\"Keep trying.\"", "Keep trying."),
+        ('"Keep trying."', "Keep trying."),
         ("Student, keep trying.", "Keep trying."),
-        ("`Keep trying", "Keep trying"),           # a stray backtick before a sentence goes
+        ("`Keep trying", "Keep trying"),  # a stray backtick before a sentence goes
         ("`drive for needs more", "`drive for needs more"),  # unclear: left alone
         ("It's the robot's turn", "It's the robot's turn"),
         ("<think>a</think>", ""),
@@ -75,8 +75,22 @@ def test_clean_reply_can_skip_length() -> None:
 
 TOKENS = st.sampled_from(
     list("ab XY.,;:!?\"'`“”‘’*-#\n<>/()[]09")
-    + ["<think>", "</think>", "Hint:", "Student,", "Here is a message for the student:", "e.g.",
-       "...", "`drive for`", "🎉", "Let me know if you need help!", "Sure! ", "**", "- ", "1. "]
+    + [
+        "<think>",
+        "</think>",
+        "Hint:",
+        "Student,",
+        "Here is a message for the student:",
+        "e.g.",
+        "...",
+        "`drive for`",
+        "🎉",
+        "Let me know if you need help!",
+        "Sure! ",
+        "**",
+        "- ",
+        "1. ",
+    ]
 )
 
 

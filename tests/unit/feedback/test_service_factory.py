@@ -19,8 +19,7 @@ DURABLE_WRITES = frozenset({"record_trigger", "record_question", "store_question
 OWNERS = ("delivery/repo/", "feedback/service.py")
 PRODUCT = ("vexnudge", "topology", "streams", "feedback", "delivery")
 #: The names the repositories are imported under.
-REPOSITORIES = frozenset({"triggers", "requests", "outbox", "repo_triggers", "repo_requests",
-                          "repo_outbox"})
+REPOSITORIES = frozenset({"triggers", "requests", "outbox", "repo_triggers", "repo_requests", "repo_outbox"})
 
 
 async def _publish(record: Any) -> None:
@@ -33,13 +32,24 @@ class _Model:
 
 
 def test_the_service_takes_every_tunable_from_the_settings() -> None:
-    settings = load_settings(llm_fallback_template=False, feedback_max_attempts=7,
-                             feedback_retry_after_s=3.0, feedback_retry_max_delay_s=40.0,
-                             llm_concurrency=2, ollama_model="m1", llm_timeout_s=9.0,
-                             llm_max_retries=1)
+    settings = load_settings(
+        llm_fallback_template=False,
+        feedback_max_attempts=7,
+        feedback_retry_after_s=3.0,
+        feedback_retry_max_delay_s=40.0,
+        llm_concurrency=2,
+        ollama_model="m1",
+        llm_timeout_s=9.0,
+        llm_max_retries=1,
+    )
     service = build_service(settings, pool=object(), publish=_publish)  # type: ignore[arg-type]
-    assert (service.fallback, service.max_attempts, service.retry_after_s, service.max_delay_s,
-            service.retry_workers) == (False, 7, 3.0, 40.0, 2)
+    assert (
+        service.fallback,
+        service.max_attempts,
+        service.retry_after_s,
+        service.max_delay_s,
+        service.retry_workers,
+    ) == (False, 7, 3.0, 40.0, 2)
     assert isinstance(service.llm, OllamaClient)
     assert (service.llm.model, service.llm.timeout_s, service.llm.max_retries) == ("m1", 9.0, 1)
     asyncio.run(service.aclose())
@@ -59,9 +69,13 @@ def _durable_writes(path: Path) -> list[tuple[int, str]]:
     imports of one (``from delivery.repo.outbox import store_question``)."""
     found: list[tuple[int, str]] = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                and node.func.attr in DURABLE_WRITES and isinstance(node.func.value, ast.Name)
-                and node.func.value.id in REPOSITORIES):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in DURABLE_WRITES
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id in REPOSITORIES
+        ):
             found.append((node.lineno, f"calls {node.func.value.id}.{node.func.attr}"))
         elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("delivery.repo"):
             found += [(node.lineno, f"imports {a.name}") for a in node.names if a.name in DURABLE_WRITES]
@@ -70,17 +84,20 @@ def _durable_writes(path: Path) -> list[tuple[int, str]]:
 
 @pytest.mark.parametrize("package", PRODUCT)
 def test_only_the_service_makes_a_request_durable(package: str) -> None:
-    wrong = [f"{path.relative_to(PROJECT_ROOT).as_posix()}:{line} {what}"
-             for path in sorted((PROJECT_ROOT / package).rglob("*.py"))
-             if not path.relative_to(PROJECT_ROOT).as_posix().startswith(OWNERS)
-             for line, what in _durable_writes(path)]
+    wrong = [
+        f"{path.relative_to(PROJECT_ROOT).as_posix()}:{line} {what}"
+        for path in sorted((PROJECT_ROOT / package).rglob("*.py"))
+        if not path.relative_to(PROJECT_ROOT).as_posix().startswith(OWNERS)
+        for line, what in _durable_writes(path)
+    ]
     assert not wrong, "\n".join(wrong)
 
 
 def test_the_check_sees_a_durable_write(tmp_path: Path) -> None:
     module = tmp_path / "m.py"
-    module.write_text("from delivery.repo.outbox import store_question\n"
-                      "async def f(db, r):\n    await triggers.record_trigger(db, r)\n"
-                      "    await service.record_question(request_id='x')\n")
-    assert _durable_writes(module) == [(1, "imports store_question"),
-                                       (3, "calls triggers.record_trigger")]
+    module.write_text(
+        "from delivery.repo.outbox import store_question\n"
+        "async def f(db, r):\n    await triggers.record_trigger(db, r)\n"
+        "    await service.record_question(request_id='x')\n"
+    )
+    assert _durable_writes(module) == [(1, "imports store_question"), (3, "calls triggers.record_trigger")]

@@ -20,7 +20,9 @@ from topology.schemas.feedback import (
 
 def m(**kw: Any) -> SessionMetrics:
     base: dict[str, Any] = dict(
-        playground="GO-Mars", segment_events=12, time_on_task_s=360.0,
+        playground="GO-Mars",
+        segment_events=12,
+        time_on_task_s=360.0,
         action_level=ActionLevel.MEDIUM,
     )
     base.update(kw)
@@ -28,14 +30,20 @@ def m(**kw: Any) -> SessionMetrics:
 
 
 def test_full_go_mars_model() -> None:
-    text = build_situation(m(
-        progress_pct=40.0, direction=Direction.INCREASING,
-        persistence=Persistence.HIGH_PERSISTER, cognition=Cognition.SNAP_N_TEST,
-        milestones_done=["sample_out_of_crater", "solar_panel"],
-        milestones_todo=["sample_to_lab", "rover", "rocket_upright", "fuel_cells"],
-        run_count=2, post_run_pause_count=2, inactive_pause_count=1,
-        last_error="The `sample_drive` block never runs.",
-    ))
+    text = build_situation(
+        m(
+            progress_pct=40.0,
+            direction=Direction.INCREASING,
+            persistence=Persistence.HIGH_PERSISTER,
+            cognition=Cognition.SNAP_N_TEST,
+            milestones_done=["sample_out_of_crater", "solar_panel"],
+            milestones_todo=["sample_to_lab", "rover", "rocket_upright", "fuel_cells"],
+            run_count=2,
+            post_run_pause_count=2,
+            inactive_pause_count=1,
+            last_error="The `sample_drive` block never runs.",
+        )
+    )
     assert text == (
         "Progress on the task: 40% and going up.\n"
         "Jobs already done: get a rock sample out of the crater, tilt the solar panel.\n"
@@ -51,10 +59,15 @@ def test_full_go_mars_model() -> None:
 
 
 def test_other_playground_keeps_the_lines_without_progress() -> None:
-    text = build_situation(m(
-        playground="RoverRescue", time_on_task_s=30, run_count=1, post_run_pause_count=1,
-        last_error="bumped into the wall",
-    ))
+    text = build_situation(
+        m(
+            playground="RoverRescue",
+            time_on_task_s=30,
+            run_count=1,
+            post_run_pause_count=1,
+            last_error="bumped into the wall",
+        )
+    )
     assert text == (
         "Time on this playground: less than a minute, with 1 run of the program so far.\n"
         "After a run, the student stopped to watch the result once.\n"
@@ -66,10 +79,8 @@ def test_other_playground_keeps_the_lines_without_progress() -> None:
 @pytest.mark.parametrize(
     ("kw", "absent"),
     [
-        (dict(cognition=Cognition.UNCLASSIFIED, progress_pct=0.0, direction=Direction.STATIC),
-         "Work pattern"),
-        (dict(persistence=Persistence.IN_PROGRESS, progress_pct=0.0, direction=Direction.STATIC),
-         "Persistence"),
+        (dict(cognition=Cognition.UNCLASSIFIED, progress_pct=0.0, direction=Direction.STATIC), "Work pattern"),
+        (dict(persistence=Persistence.IN_PROGRESS, progress_pct=0.0, direction=Direction.STATIC), "Persistence"),
         (dict(progress_pct=0.0, direction=Direction.STATIC), "Jobs"),
         (dict(), "Progress"),
         (dict(post_run_pause_count=0), "watch the result"),
@@ -82,8 +93,7 @@ def test_lines_are_omitted(kw: dict[str, Any], absent: str) -> None:
 
 @pytest.mark.parametrize(
     ("direction", "phrase"),
-    [(Direction.INCREASING, "going up"), (Direction.DECREASING, "going down"),
-     (Direction.STATIC, "holding steady")],
+    [(Direction.INCREASING, "going up"), (Direction.DECREASING, "going down"), (Direction.STATIC, "holding steady")],
 )
 def test_direction_phrases(direction: Direction, phrase: str) -> None:
     text = build_situation(m(progress_pct=33.3, direction=direction))
@@ -103,11 +113,19 @@ def test_nothing_measured_is_empty() -> None:
 def test_no_enum_names_and_no_label_words_in_any_combination() -> None:
     internal = [v.value for enum in (Cognition, Persistence, Direction, ActionLevel) for v in enum]
     for cog, per, trend in itertools.product(Cognition, Persistence, Direction):
-        text = build_situation(m(
-            progress_pct=50.0, direction=trend, cognition=cog, persistence=per,
-            milestones_done=["rover"], milestones_todo=["fuel_cells"], run_count=4,
-            post_run_pause_count=1, inactive_pause_count=2,
-        ))
+        text = build_situation(
+            m(
+                progress_pct=50.0,
+                direction=trend,
+                cognition=cog,
+                persistence=per,
+                milestones_done=["rover"],
+                milestones_todo=["fuel_cells"],
+                run_count=4,
+                post_run_pause_count=1,
+                inactive_pause_count=2,
+            )
+        )
         assert contains_banned_word(text) is None, text
         assert not any(name in text for name in internal if len(name) > 6), text
         assert "runProject" not in text

@@ -32,15 +32,19 @@ PROGRAMS = {
     "broken": "<xml",
     "only_hat": f'<xml {NS}><block type="pg_events_when_started"/></xml>',
     "only_orphans": f'<xml {NS}><block type="pg_drivetrain_turn_for"/></xml>',
-    "only_arm": (f'<xml {NS}><block type="pg_events_when_started"><next>'
-                 '<block type="iq_motion_spin_for"/></next></block></xml>'),
+    "only_arm": (
+        f'<xml {NS}><block type="pg_events_when_started"><next><block type="iq_motion_spin_for"/></next></block></xml>'
+    ),
     "unknown_types": f'<xml {NS}><block type="pg_events_when_started"><next>'
-                     '<block type="mystery_block"/></next></block></xml>',
+    '<block type="mystery_block"/></next></block></xml>',
 }
 TRIGGERS: list[TriggerType | None] = [None, *TriggerType]
-CLASS_SETS = [frozenset({c}) for c in FC] + [
-    frozenset(pair) for pair in itertools.combinations(FC, 2)
-] + list(TRIGGER_CLASSES.values()) + [frozenset()]
+CLASS_SETS = (
+    [frozenset({c}) for c in FC]
+    + [frozenset(pair) for pair in itertools.combinations(FC, 2)]
+    + list(TRIGGER_CLASSES.values())
+    + [frozenset()]
+)
 
 
 def _named_blocks(text: str) -> list[str]:
@@ -63,10 +67,11 @@ def test_every_reply_is_clean_short_and_grounded(program: str, trigger: TriggerT
 
 
 def test_proactive_reply_names_a_real_block() -> None:
-    text = template_reply({FC.REASSURE, FC.DIAGNOSE}, program_xml=PROGRAM,
-                          trigger=TriggerType.WHEEL_SPIN)
-    assert text == ("You have run the same program a few times now. "
-                    "Run it once more and watch what the robot does during `drive for`.")
+    text = template_reply({FC.REASSURE, FC.DIAGNOSE}, program_xml=PROGRAM, trigger=TriggerType.WHEEL_SPIN)
+    assert text == (
+        "You have run the same program a few times now. "
+        "Run it once more and watch what the robot does during `drive for`."
+    )
 
 
 def test_error_flagging_names_the_unattached_block() -> None:
@@ -90,9 +95,13 @@ def test_program_blocks_split_live_and_unattached() -> None:
 
 @pytest.mark.parametrize(
     ("classes", "lead"),
-    [({FC.REASSURE, FC.DIAGNOSE}, FC.DIAGNOSE), ({FC.QUESTION, FC.REASSURE}, FC.QUESTION),
-     ({FC.EVIDENCE_BASED_PRAISE}, FC.EVIDENCE_BASED_PRAISE), (set(), None),
-     ({FC.NEUTRAL, FC.ERROR_FLAGGING}, FC.ERROR_FLAGGING)],
+    [
+        ({FC.REASSURE, FC.DIAGNOSE}, FC.DIAGNOSE),
+        ({FC.QUESTION, FC.REASSURE}, FC.QUESTION),
+        ({FC.EVIDENCE_BASED_PRAISE}, FC.EVIDENCE_BASED_PRAISE),
+        (set(), None),
+        ({FC.NEUTRAL, FC.ERROR_FLAGGING}, FC.ERROR_FLAGGING),
+    ],
 )
 def test_lead_class(classes: set[FeedbackClass], lead: FeedbackClass | None) -> None:
     assert lead_class(classes) is lead
@@ -111,6 +120,7 @@ def test_deterministic() -> None:
 
 def test_for_requests() -> None:
     assert template_for_request(PROACTIVE) == template_reply(
-        {FC.REASSURE, FC.DIAGNOSE}, program_xml=PROGRAM, trigger=TriggerType.WHEEL_SPIN)
+        {FC.REASSURE, FC.DIAGNOSE}, program_xml=PROGRAM, trigger=TriggerType.WHEEL_SPIN
+    )
     reactive = template_for_request(REACTIVE)
     assert reactive == "Part of your program already works, so now check the values in `drive for`."

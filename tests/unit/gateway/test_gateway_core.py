@@ -22,14 +22,17 @@ def test_token_round_trip_and_canonical_key() -> None:
     assert claims == tokens.StudentClaims("alice", int(NOW + 60))
 
 
-@pytest.mark.parametrize(("token", "problem"), [
-    (None, tokens.TokenProblem.MISSING),
-    ("", tokens.TokenProblem.MISSING),
-    ("abc", tokens.TokenProblem.MALFORMED),
-    ("v2.a.b", tokens.TokenProblem.MALFORMED),
-    ("v1.a.b.c", tokens.TokenProblem.MALFORMED),
-    ("v1." + "a" * 2000 + ".b", tokens.TokenProblem.MALFORMED),
-])
+@pytest.mark.parametrize(
+    ("token", "problem"),
+    [
+        (None, tokens.TokenProblem.MISSING),
+        ("", tokens.TokenProblem.MISSING),
+        ("abc", tokens.TokenProblem.MALFORMED),
+        ("v2.a.b", tokens.TokenProblem.MALFORMED),
+        ("v1.a.b.c", tokens.TokenProblem.MALFORMED),
+        ("v1." + "a" * 2000 + ".b", tokens.TokenProblem.MALFORMED),
+    ],
+)
 def test_malformed_tokens(token: str | None, problem: tokens.TokenProblem) -> None:
     with pytest.raises(tokens.TokenError) as err:
         tokens.verify(SECRET, token, now=NOW)
@@ -40,8 +43,11 @@ def test_tampered_expired_and_foreign_tokens() -> None:
     token = tokens.issue(SECRET, "alice", ttl_s=60, now=NOW)
     version, payload, signature = token.split(".")
     forged_payload = tokens.issue(b"other", "bob", ttl_s=60, now=NOW).split(".")[1]
-    for bad in (f"{version}.{forged_payload}.{signature}", tokens.issue(b"other", "alice", ttl_s=60, now=NOW),
-                f"{version}.{payload}.{signature[:-2]}AA"):
+    for bad in (
+        f"{version}.{forged_payload}.{signature}",
+        tokens.issue(b"other", "alice", ttl_s=60, now=NOW),
+        f"{version}.{payload}.{signature[:-2]}AA",
+    ):
         with pytest.raises(tokens.TokenError) as err:
             tokens.verify(SECRET, bad, now=NOW)
         assert err.value.problem is tokens.TokenProblem.BAD_SIGNATURE
@@ -63,12 +69,19 @@ def test_issue_refuses_nonsense_and_ttl_parsing() -> None:
 
 def test_frames_parse_back() -> None:
     parser = SseParser()
-    wire = (sse.retry(2000) + sse.comment("ping")
-            + sse.frame('{"a":1}', event="assistant_message", event_id=7)
-            + sse.frame("two\nlines", event="ready") + sse.frame("x", event_id=9))
+    wire = (
+        sse.retry(2000)
+        + sse.comment("ping")
+        + sse.frame('{"a":1}', event="assistant_message", event_id=7)
+        + sse.frame("two\nlines", event="ready")
+        + sse.frame("x", event_id=9)
+    )
     got = [e for e in parser.feed(wire) if e.comment is None and e.retry is None]
     assert [(e.event, e.data, e.id) for e in got] == [
-        ("assistant_message", '{"a":1}', "7"), ("ready", "two\nlines", None), ("message", "x", "9")]
+        ("assistant_message", '{"a":1}', "7"),
+        ("ready", "two\nlines", None),
+        ("message", "x", "9"),
+    ]
     assert parser.retry_ms == 2000 and parser.last_event_id == "9"
     with pytest.raises(ValueError):
         sse.frame("x", event="a\nb")

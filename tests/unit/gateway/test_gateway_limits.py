@@ -107,39 +107,53 @@ def test_board_tokens_are_their_own_kind() -> None:
     assert board.startswith("b1.")
     claims = tokens.verify_board(ADMIN, board, now=NOW + 119, max_ttl_s=120)
     assert claims.expires_at == int(NOW + 120) and claims.nonce
-    assert tokens.verify_board(ADMIN, tokens.issue_board(ADMIN, ttl_s=120, now=NOW),
-                               now=NOW, max_ttl_s=120).nonce != claims.nonce
+    assert (
+        tokens.verify_board(ADMIN, tokens.issue_board(ADMIN, ttl_s=120, now=NOW), now=NOW, max_ttl_s=120).nonce
+        != claims.nonce
+    )
     student = tokens.issue(SECRET, "alice", ttl_s=60, now=NOW)
     relabelled = "b1." + student.split(".", 1)[1]
     problems = {}
     for name, token, check in (
-            ("student as board", student, lambda t: tokens.verify_board(ADMIN, t, now=NOW, max_ttl_s=120)),
-            ("relabelled", relabelled, lambda t: tokens.verify_board(ADMIN, t, now=NOW, max_ttl_s=120)),
-            ("board as student", board, lambda t: tokens.verify(SECRET, t, now=NOW)),
-            ("expired", board, lambda t: tokens.verify_board(ADMIN, t, now=NOW + 120, max_ttl_s=120)),
-            ("other admin", board, lambda t: tokens.verify_board(ADMIN + b"x", t, now=NOW, max_ttl_s=120)),
-            ("too long", tokens.issue_board(ADMIN, ttl_s=600, now=NOW),
-             lambda t: tokens.verify_board(ADMIN, t, now=NOW, max_ttl_s=120))):
+        ("student as board", student, lambda t: tokens.verify_board(ADMIN, t, now=NOW, max_ttl_s=120)),
+        ("relabelled", relabelled, lambda t: tokens.verify_board(ADMIN, t, now=NOW, max_ttl_s=120)),
+        ("board as student", board, lambda t: tokens.verify(SECRET, t, now=NOW)),
+        ("expired", board, lambda t: tokens.verify_board(ADMIN, t, now=NOW + 120, max_ttl_s=120)),
+        ("other admin", board, lambda t: tokens.verify_board(ADMIN + b"x", t, now=NOW, max_ttl_s=120)),
+        (
+            "too long",
+            tokens.issue_board(ADMIN, ttl_s=600, now=NOW),
+            lambda t: tokens.verify_board(ADMIN, t, now=NOW, max_ttl_s=120),
+        ),
+    ):
         with pytest.raises(tokens.TokenError) as err:
             check(token)
         problems[name] = err.value.problem
     assert problems == {
-        "student as board": tokens.TokenProblem.MALFORMED, "relabelled": tokens.TokenProblem.BAD_SIGNATURE,
-        "board as student": tokens.TokenProblem.MALFORMED, "expired": tokens.TokenProblem.EXPIRED,
-        "other admin": tokens.TokenProblem.BAD_SIGNATURE, "too long": tokens.TokenProblem.TOO_LONG_LIVED}
+        "student as board": tokens.TokenProblem.MALFORMED,
+        "relabelled": tokens.TokenProblem.BAD_SIGNATURE,
+        "board as student": tokens.TokenProblem.MALFORMED,
+        "expired": tokens.TokenProblem.EXPIRED,
+        "other admin": tokens.TokenProblem.BAD_SIGNATURE,
+        "too long": tokens.TokenProblem.TOO_LONG_LIVED,
+    }
 
 
-@pytest.mark.parametrize(("secret", "admin", "fragment"), [
-    (None, "a" * 32, "TOKEN_SECRET is not set"),
-    ("s" * 31, "a" * 32, "TOKEN_SECRET is 31 bytes long"),
-    ("s" * 32, "ab", "ADMIN_TOKEN is 2 bytes long"),
-    ("  ", "a" * 40, "TOKEN_SECRET is not set"),
-])
+@pytest.mark.parametrize(
+    ("secret", "admin", "fragment"),
+    [
+        (None, "a" * 32, "TOKEN_SECRET is not set"),
+        ("s" * 31, "a" * 32, "TOKEN_SECRET is 31 bytes long"),
+        ("s" * 32, "ab", "ADMIN_TOKEN is 2 bytes long"),
+        ("  ", "a" * 40, "TOKEN_SECRET is not set"),
+    ],
+)
 def test_short_or_missing_secrets_are_refused_with_how_to_make_one(
-        secret: str | None, admin: str, fragment: str) -> None:
-    settings = load_settings().model_copy(update={
-        "token_secret": SecretStr(secret) if secret is not None else None,
-        "admin_token": SecretStr(admin)})
+    secret: str | None, admin: str, fragment: str
+) -> None:
+    settings = load_settings().model_copy(
+        update={"token_secret": SecretStr(secret) if secret is not None else None, "admin_token": SecretStr(admin)}
+    )
     with pytest.raises(ConfigurationError) as err:
         build_app(settings, with_clients=False)
     assert fragment in str(err.value)
@@ -147,8 +161,9 @@ def test_short_or_missing_secrets_are_refused_with_how_to_make_one(
 
 
 def test_32_byte_secrets_start_the_gateway() -> None:
-    settings = load_settings().model_copy(update={
-        "token_secret": SecretStr("é" * 16), "admin_token": SecretStr("a" * 32)})  # 32 bytes in UTF-8
+    settings = load_settings().model_copy(
+        update={"token_secret": SecretStr("é" * 16), "admin_token": SecretStr("a" * 32)}
+    )  # 32 bytes in UTF-8
     app = build_app(settings, with_clients=False)
     assert app is not None
     assert tokens.weak_secret("X", "a" * 32) is None and tokens.weak_secret("X", b"a" * 31)

@@ -18,8 +18,14 @@ def letter(original: bytes) -> DeadLetter:
         text, enc = original.decode("utf-8"), "utf-8"
     except UnicodeDecodeError:
         text, enc = base64.b64encode(original).decode(), "base64"
-    return DeadLetter(reason=RejectReason.TOO_LARGE, detail="d" * 10_000, stage="ingest", original=text,
-                      original_encoding=enc, dead_lettered_at=0.0)  # type: ignore[arg-type]
+    return DeadLetter(
+        reason=RejectReason.TOO_LARGE,
+        detail="d" * 10_000,
+        stage="ingest",
+        original=text,
+        original_encoding=enc,
+        dead_lettered_at=0.0,
+    )  # type: ignore[arg-type]
 
 
 def test_a_record_that_fits_is_kept_whole() -> None:

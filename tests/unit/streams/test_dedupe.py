@@ -16,9 +16,17 @@ TS = 1_778_058_847.0
 
 
 def event(event_id: str = "7", student: str = "alice") -> NormalizedEvent:
-    return NormalizedEvent(event_id=event_id, envelope_id_int=None, student_key=student, student_id=student,
-                           session_id="s1", event_type="blockChanged", ts=TS, timestamp="2026-05-06T09:14:07Z",
-                           workspace_status="ok")
+    return NormalizedEvent(
+        event_id=event_id,
+        envelope_id_int=None,
+        student_key=student,
+        student_id=student,
+        session_id="s1",
+        event_type="blockChanged",
+        ts=TS,
+        timestamp="2026-05-06T09:14:07Z",
+        workspace_status="ok",
+    )
 
 
 def screened(event_id: str | None = "7", student: str | None = "alice", *, deferred: bool = True) -> Rejected:
@@ -44,12 +52,20 @@ CASES: dict[str, tuple[NormalizedEvent | Rejected, SeenIds | None, int | None, V
     "a content-hash id is never a duplicate": (event("h:abc"), window(**{"ih:abc": 5}), 9, Verdict.ACCEPT),
     "a deferred rejection of an accepted id": (screened(), window(i7=5), 9, Verdict.DUPLICATE),
     "a deferred rejection at the accepted offset is still a duplicate": (
-        screened(), window(i7=5), 5, Verdict.DUPLICATE),
+        screened(),
+        window(i7=5),
+        5,
+        Verdict.DUPLICATE,
+    ),
     "a deferred rejection of a new id stands": (screened(), window(i1=0), 9, Verdict.ACCEPT),
     "a rejection that is not deferred stands": (screened(deferred=False), window(i7=5), 9, Verdict.ACCEPT),
     "a deferred rejection without an id stands": (screened(None), window(i7=5), 9, Verdict.ACCEPT),
     "a deferred rejection with a content-hash id stands": (
-        screened("h:abc"), window(**{"ih:abc": 5}), 9, Verdict.ACCEPT),
+        screened("h:abc"),
+        window(**{"ih:abc": 5}),
+        9,
+        Verdict.ACCEPT,
+    ),
 }
 
 
@@ -91,8 +107,7 @@ def test_the_first_copy_wins_and_its_record_may_come_again() -> None:
         if verdict is Verdict.ACCEPT:
             remember(seen, line, offset)
         verdicts.append(verdict)
-    assert verdicts == [Verdict.ACCEPT, Verdict.ACCEPT, Verdict.DUPLICATE, Verdict.REDELIVERY,
-                        Verdict.REDELIVERY]
+    assert verdicts == [Verdict.ACCEPT, Verdict.ACCEPT, Verdict.DUPLICATE, Verdict.REDELIVERY, Verdict.REDELIVERY]
 
 
 def test_the_duplicate_rejection_names_the_id_student_and_session() -> None:
@@ -104,8 +119,10 @@ def test_the_duplicate_rejection_names_the_id_student_and_session() -> None:
 
 
 def test_a_decoded_line_goes_through_the_check() -> None:
-    line = (b'{"id": 7, "raw_message": "{\\"studentID\\": \\"Alice\\", \\"sessionID\\": \\"s1\\", '
-            b'\\"timestamp\\": \\"2026-05-06T09:14:07Z\\", \\"eventType\\": \\"blockChanged\\"}"}')
+    line = (
+        b'{"id": 7, "raw_message": "{\\"studentID\\": \\"Alice\\", \\"sessionID\\": \\"s1\\", '
+        b'\\"timestamp\\": \\"2026-05-06T09:14:07Z\\", \\"eventType\\": \\"blockChanged\\"}"}'
+    )
     out = decode_line(line)
     assert isinstance(out, NormalizedEvent) and window_of(out) == "alice"
     assert check(out, window(i7=0), 1) is Verdict.DUPLICATE

@@ -36,12 +36,27 @@ class FakeScorer:
 _ids = itertools.count(1)
 
 
-def ev(t: float, kind: str = "blockChanged", *, session: str = "s1", xml: str | None = None,
-       playground: str | None = "GOMars", status: str | None = None) -> NormalizedEvent:
+def ev(
+    t: float,
+    kind: str = "blockChanged",
+    *,
+    session: str = "s1",
+    xml: str | None = None,
+    playground: str | None = "GOMars",
+    status: str | None = None,
+) -> NormalizedEvent:
     return NormalizedEvent(
-        event_id=str(next(_ids)), envelope_id_int=None, student_key="otter", student_id="Otter",
-        session_id=session, event_type=kind, ts=T0 + t, timestamp="t", playground=playground,
-        workspace_status=status or ("ok" if xml else "empty_workspace"), workspace_xml=xml,
+        event_id=str(next(_ids)),
+        envelope_id_int=None,
+        student_key="otter",
+        student_id="Otter",
+        session_id=session,
+        event_type=kind,
+        ts=T0 + t,
+        timestamp="t",
+        playground=playground,
+        workspace_status=status or ("ok" if xml else "empty_workspace"),
+        workspace_xml=xml,
     )
 
 
@@ -64,8 +79,11 @@ def alerts(outputs: list[object]) -> list[TriggerFired]:
 
 
 def fires(outputs: list[object]) -> list[tuple[str, int | None]]:
-    return [(o.type.value, o.run_index if o.run_index is not None else o.alert)
-            for o in outputs if isinstance(o, TriggerFired)]
+    return [
+        (o.type.value, o.run_index if o.run_index is not None else o.alert)
+        for o in outputs
+        if isinstance(o, TriggerFired)
+    ]
 
 
 def feed(eng: StudentEngine, events: list[NormalizedEvent]) -> list[object]:
@@ -98,10 +116,12 @@ def test_missing_playground_keeps_the_stretch() -> None:
 
 
 def test_unusable_workspace_is_not_a_run_but_is_activity() -> None:
-    events = [ev(0, "runProject", xml="a:0"),
-              ev(200, "runProject", status="xml_error"),
-              ev(400, "runProject", xml="bad xml"),
-              ev(600, "runProject", xml="b:4")]
+    events = [
+        ev(0, "runProject", xml="a:0"),
+        ev(200, "runProject", status="xml_error"),
+        ev(400, "runProject", xml="bad xml"),
+        ev(600, "runProject", xml="b:4"),
+    ]
     out = feed(engine(), events)
     dead = [o for o in out if isinstance(o, DeadLetter)]
     assert [d.reason.value for d in dead] == ["xml_error", "xml_error"]
@@ -152,13 +172,27 @@ def test_sessions_of_one_student_interleave() -> None:
 
 def test_episodes_and_pauses_stream_out_incrementally() -> None:
     eng = engine()
-    out = feed(eng, [ev(0, "blockCreated"), ev(10, "menuOpen"), ev(20, "runProject", xml="a:0"),
-                     ev(30, "playgroundData"), ev(31, "projectEnd"), ev(50, "blockMoved"),
-                     ev(400, "loadProject")])
-    kinds = [(type(o).__name__, o.type.value) for o in out
-             if isinstance(o, (EpisodeClosed, PauseDetected))]
-    assert kinds == [("EpisodeClosed", "CODE"), ("EpisodeClosed", "RUN"), ("PauseDetected", "POST_RUN_PAUSE"),
-                     ("PauseDetected", "INACTIVE_PAUSE"), ("EpisodeClosed", "CODE"), ("EpisodeClosed", "RESET")]
+    out = feed(
+        eng,
+        [
+            ev(0, "blockCreated"),
+            ev(10, "menuOpen"),
+            ev(20, "runProject", xml="a:0"),
+            ev(30, "playgroundData"),
+            ev(31, "projectEnd"),
+            ev(50, "blockMoved"),
+            ev(400, "loadProject"),
+        ],
+    )
+    kinds = [(type(o).__name__, o.type.value) for o in out if isinstance(o, (EpisodeClosed, PauseDetected))]
+    assert kinds == [
+        ("EpisodeClosed", "CODE"),
+        ("EpisodeClosed", "RUN"),
+        ("PauseDetected", "POST_RUN_PAUSE"),
+        ("PauseDetected", "INACTIVE_PAUSE"),
+        ("EpisodeClosed", "CODE"),
+        ("EpisodeClosed", "RESET"),
+    ]
     assert eng.state.sessions["s1"].post_run_pauses == 1
 
 

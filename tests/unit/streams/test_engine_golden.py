@@ -20,22 +20,29 @@ COMPARED = ("runs", "unscored_runs", "triggers", "inactive", "episodes", "pauses
 def replayed(request: pytest.FixtureRequest) -> tuple[dict, dict]:
     log: Path = request.param
     run = analyze_lines(read_lines(log.read_bytes()), EngineConfig(), TreeEditScorer())
-    summary = build_summary(run.observed, input_name=log.name, input_sha256=run.sha256,
-                            input_report=run.report)
+    summary = build_summary(run.observed, input_name=log.name, input_sha256=run.sha256, input_report=run.report)
     return summary, golden_for(log)
 
 
 def test_file_level_figures(replayed: tuple[dict, dict]) -> None:
     summary, golden = replayed
-    for key in ("input_sha256", "input_report", "horizon_ts", "n_students", "n_sessions",
-                "n_unscored_runs", "trigger_counts"):
+    for key in (
+        "input_sha256",
+        "input_report",
+        "horizon_ts",
+        "n_students",
+        "n_sessions",
+        "n_unscored_runs",
+        "trigger_counts",
+    ):
         assert summary[key] == golden[key], key
 
 
 def test_sessions_match_exactly(replayed: tuple[dict, dict]) -> None:
     summary, golden = replayed
-    assert [(s["student_id"], s["session_id"]) for s in summary["sessions"]] == \
-        [(s["student_id"], s["session_id"]) for s in golden["sessions"]]
+    assert [(s["student_id"], s["session_id"]) for s in summary["sessions"]] == [
+        (s["student_id"], s["session_id"]) for s in golden["sessions"]
+    ]
     for ours, theirs in zip(summary["sessions"], golden["sessions"], strict=True):
         for key in COMPARED:
             assert ours[key] == theirs[key], (ours["session_id"], key)

@@ -15,9 +15,17 @@ from topology.schemas.events import NormalizedEvent
 
 
 def _event(n: int) -> NormalizedEvent:
-    return NormalizedEvent(event_id=str(n), envelope_id_int=n, student_key="s", student_id="S",
-                           session_id="x", event_type="menuOpen", ts=float(n),
-                           timestamp="2026-06-15T12:00:00Z", workspace_status="absent")
+    return NormalizedEvent(
+        event_id=str(n),
+        envelope_id_int=n,
+        student_key="s",
+        student_id="S",
+        session_id="x",
+        event_type="menuOpen",
+        ts=float(n),
+        timestamp="2026-06-15T12:00:00Z",
+        workspace_status="absent",
+    )
 
 
 class FakeConsumer:
@@ -44,8 +52,7 @@ def test_a_refused_commit_or_a_foreign_record_does_not_stop_the_store(monkeypatc
     async def store(events: list[NormalizedEvent]) -> None:
         stored.extend(e.event_id for e in events)
 
-    consumer = FakeConsumer([[encode(_event(1)), b"not json"], [encode(_event(2))]],
-                            [CommitFailedError("rebalanced")])
+    consumer = FakeConsumer([[encode(_event(1)), b"not json"], [encode(_event(2))]], [CommitFailedError("rebalanced")])
     with pytest.raises(asyncio.CancelledError):
         asyncio.run(run_event_store(consumer, store))
     assert stored == ["1", "2"]  # the foreign record skipped, the batch after the refusal stored

@@ -94,18 +94,21 @@ def test_workspace_reading_table(project: object, status: str) -> None:
     assert read_workspace(project)[0] == status
 
 
-@pytest.mark.parametrize("text", [
-    '{"workspace": "<xml/>"}',
-    '{"workspace": "<x>\\ud800</x>"}',  # a lone surrogate: orjson refuses it, json reads it
-    '{"workspace": "<xml/>", "speed": NaN}',
-    '{"workspace": 123456789012345678901234567890}',  # orjson would read a float
-    '{"workspace": "a", "workspace": "<b/>"}',
-    '{"workspace": null}',
-    '{"workspace": "  "}',
-    '{"workspace": "<xml/>"} trailing',
-    '[1, 2',
-    '"\\u0000"',
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"workspace": "<xml/>"}',
+        '{"workspace": "<x>\\ud800</x>"}',  # a lone surrogate: orjson refuses it, json reads it
+        '{"workspace": "<xml/>", "speed": NaN}',
+        '{"workspace": 123456789012345678901234567890}',  # orjson would read a float
+        '{"workspace": "a", "workspace": "<b/>"}',
+        '{"workspace": null}',
+        '{"workspace": "  "}',
+        '{"workspace": "<xml/>"} trailing',
+        "[1, 2",
+        '"\\u0000"',
+    ],
+)
 def test_a_project_string_reads_as_json_alone_reads_it(text: str) -> None:
     try:
         value = json.loads(text)
@@ -117,8 +120,7 @@ def test_a_project_string_reads_as_json_alone_reads_it(text: str) -> None:
 
 
 def _line(**payload: object) -> bytes:
-    base = {"studentID": " Otter12 ", "sessionID": "s1", "timestamp": "2026-05-06T09:14:07Z",
-            "eventType": "runProject"}
+    base = {"studentID": " Otter12 ", "sessionID": "s1", "timestamp": "2026-05-06T09:14:07Z", "eventType": "runProject"}
     base.update(payload)
     return json.dumps({"id": 5, "raw_message": json.dumps(base)}).encode()
 
@@ -195,5 +197,9 @@ def test_every_accepted_fixture_line_fits_the_documented_raw_schema() -> None:
             if isinstance(out, NormalizedEvent):
                 envelope = RawEnvelope.model_validate_json(lines[number - 1])
                 raw = envelope.raw_message
-                payload = RawPayload.model_validate_json(raw) if isinstance(raw, str) else RawPayload.model_validate(raw or envelope.model_dump())
+                payload = (
+                    RawPayload.model_validate_json(raw)
+                    if isinstance(raw, str)
+                    else RawPayload.model_validate(raw or envelope.model_dump())
+                )
                 assert payload.eventType == out.event_type

@@ -42,13 +42,20 @@ assert SPEC is not None
 
 
 def ev(
-    ts: float, kind: str = "blockChanged", pg: str | None = GO,
-    params: dict[str, Any] | None = None, block: dict[str, Any] | None = None,
+    ts: float,
+    kind: str = "blockChanged",
+    pg: str | None = GO,
+    params: dict[str, Any] | None = None,
+    block: dict[str, Any] | None = None,
     error: str | None = None,
 ) -> MetricEvent:
     return MetricEvent.from_fields(
-        ts=ts, event_type=kind, playground=pg, playground_params=params,
-        block_event=block, error_message=error,
+        ts=ts,
+        event_type=kind,
+        playground=pg,
+        playground_params=params,
+        block_event=block,
+        error_message=error,
     )
 
 
@@ -63,8 +70,11 @@ def unsnap(ts: float) -> MetricEvent:
 def metrics(events: list[MetricEvent], pauses: int = 0) -> Any:
     runs = sum(1 for e in events if e.event_type == "runProject")
     return compute_metrics(
-        events, run_count=runs, post_run_pause_count=pauses,
-        inactive_pause_count=0, run_in_progress=False,
+        events,
+        run_count=runs,
+        post_run_pause_count=pauses,
+        inactive_pause_count=0,
+        run_in_progress=False,
     )
 
 
@@ -74,6 +84,7 @@ def pct(n: int) -> dict[str, Any]:
 
 
 # -- the compact record ------------------------------------------------------------
+
 
 @pytest.mark.parametrize(
     ("kind", "block", "flags"),
@@ -96,7 +107,10 @@ def test_snap_flags(kind: str, block: Any, flags: tuple[bool, bool]) -> None:
 
 def test_from_fields_normalizes_values() -> None:
     event = MetricEvent.from_fields(
-        ts=5, event_type="runProject", playground=" go_mars ", playground_params=["x"],  # type: ignore[arg-type]
+        ts=5,
+        event_type="runProject",
+        playground=" go_mars ",
+        playground_params=["x"],  # type: ignore[arg-type]
         error_message="",
     )
     assert event.playground == "GO-Mars"
@@ -111,6 +125,7 @@ def test_json_round_trip() -> None:
 
 # -- segment ------------------------------------------------------------------------
 
+
 def _types(events: list[MetricEvent]) -> list[tuple[float, str]]:
     return [(e.ts, e.event_type) for e in events]
 
@@ -122,7 +137,11 @@ def test_segment_starts_after_another_playground() -> None:
 
 def test_segment_starts_at_the_latest_switch_event() -> None:
     events = [
-        ev(0, "menuSelect"), ev(1), ev(2, "playgroundOpen"), ev(3), ev(4, "runProject"),
+        ev(0, "menuSelect"),
+        ev(1),
+        ev(2, "playgroundOpen"),
+        ev(3),
+        ev(4, "runProject"),
     ]
     # the reference would start at the earliest switch (ts 0); we start at the latest
     assert [e.ts for e in current_segment(events)] == [2, 3, 4]
@@ -147,6 +166,7 @@ def test_segment_ignores_events_without_playground() -> None:
 
 # -- time and action level ---------------------------------------------------------
 
+
 @pytest.mark.parametrize(
     ("stamps", "expected"),
     [([], 0.0), ([5.0], 0.0), ([1.0, 2.0], 1.0), ([0.0, 100.123456], 100.12), ([10, 10], 0.0)],
@@ -159,11 +179,11 @@ def test_time_on_task(stamps: list[float], expected: float) -> None:
     ("n", "seconds", "level"),
     [
         (1, 0, AL.LOW),
-        (1, 30, AL.LOW),          # under a minute: the denominator is one minute
+        (1, 30, AL.LOW),  # under a minute: the denominator is one minute
         (2, 30, AL.MEDIUM),
-        (3, 120, AL.MEDIUM),      # exactly 1.5 per minute
-        (14, 600, AL.LOW),        # 1.4 per minute
-        (35, 600, AL.MEDIUM),     # exactly 3.5 per minute
+        (3, 120, AL.MEDIUM),  # exactly 1.5 per minute
+        (14, 600, AL.LOW),  # 1.4 per minute
+        (35, 600, AL.MEDIUM),  # exactly 3.5 per minute
         (36, 600, AL.HIGH),
         (4, 59, AL.HIGH),
     ],
@@ -174,21 +194,24 @@ def test_action_level(n: int, seconds: float, level: AL) -> None:
 
 # -- progress ------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize(
     ("params", "progress"),
     [
         ({}, 0.0),
         ({"total_score": 2}, 40.0),
         ({"total_score": 5}, 100.0),
-        ({"total_score": 9}, 100.0),             # capped at 5 points
+        ({"total_score": 9}, 100.0),  # capped at 5 points
         ({"total_score": 2.5}, 50.0),
         ({"total_score": -1}, 0.0),
-        ({"total_score": True, "rover_rescued": True}, 20.0),   # a boolean is not a score
+        ({"total_score": True, "rover_rescued": True}, 20.0),  # a boolean is not a score
         ({"total_score": "3", "tilted_solarPanel": True}, 20.0),
         ({"removed_samples_crater": 1, "samples_moved_lab": 1, "tilted_solarPanel": True}, 60.0),
-        ({k: True for k in ("tilted_solarPanel", "rover_rescued", "lifted_rocketShip_upright")}
-         | {"removed_samples_crater": 1, "samples_moved_lab": 1, "removed_fuel_cells_craters": 1},
-         100.0),                                   # six milestones, capped at five
+        (
+            {k: True for k in ("tilted_solarPanel", "rover_rescued", "lifted_rocketShip_upright")}
+            | {"removed_samples_crater": 1, "samples_moved_lab": 1, "removed_fuel_cells_craters": 1},
+            100.0,
+        ),  # six milestones, capped at five
         ({"total_score": 1, "rover_rescued": True, "tilted_solarPanel": True}, 20.0),  # score wins
     ],
 )
@@ -198,6 +221,7 @@ def test_event_progress(params: dict[str, Any], progress: float) -> None:
 
 # -- direction -----------------------------------------------------------------------
 
+
 @pytest.mark.parametrize(
     ("series", "trend"),
     [
@@ -205,12 +229,12 @@ def test_event_progress(params: dict[str, Any], progress: float) -> None:
         ([(0, 20.0)], D.STATIC),
         ([(0, 0.0), (50, 0.0), (100, 40.0)], D.INCREASING),
         ([(0, 60.0), (60, 60.0), (100, 20.0)], D.DECREASING),
-        ([(0, 20.0), (100, 24.0)], D.STATIC),            # +4 is not a trend
-        ([(0, 20.0), (100, 25.0)], D.INCREASING),        # +5 is
-        ([(0, 25.0), (100, 20.0)], D.DECREASING),        # -5 is
+        ([(0, 20.0), (100, 24.0)], D.STATIC),  # +4 is not a trend
+        ([(0, 20.0), (100, 25.0)], D.INCREASING),  # +5 is
+        ([(0, 25.0), (100, 20.0)], D.DECREASING),  # -5 is
         ([(0, 20.0), (50, 40.0), (100, 40.0)], D.INCREASING),  # ts == mid counts as early
-        ([(80, 10.0), (90, 30.0)], D.INCREASING),        # empty early half: the first value
-        ([(0, 10.0), (10, 30.0)], D.INCREASING),         # empty late half: the last value
+        ([(80, 10.0), (90, 30.0)], D.INCREASING),  # empty early half: the first value
+        ([(0, 10.0), (10, 30.0)], D.INCREASING),  # empty late half: the last value
     ],
 )
 def test_direction(series: list[tuple[float, float]], trend: D) -> None:
@@ -218,6 +242,7 @@ def test_direction(series: list[tuple[float, float]], trend: D) -> None:
 
 
 # -- persistence ---------------------------------------------------------------------
+
 
 @pytest.mark.parametrize(
     ("progress", "trend", "time_s", "level", "expected"),
@@ -242,9 +267,14 @@ def test_persistence(progress: float, trend: D, time_s: float, level: AL, expect
 
 # -- cognition rules, one row per rule -----------------------------------------------
 
+
 def shape(
-    vals: tuple[float, ...] = (), deltas: tuple[float, ...] = (), runs: int = 0,
-    snaps: int = 0, removals: int = 0, quick_test: bool = False,
+    vals: tuple[float, ...] = (),
+    deltas: tuple[float, ...] = (),
+    runs: int = 0,
+    snaps: int = 0,
+    removals: int = 0,
+    quick_test: bool = False,
 ) -> PatternInputs:
     return PatternInputs(vals, deltas, runs, snaps, removals, quick_test)
 
@@ -276,15 +306,15 @@ BASE = dict(progress=0.0, trend=D.STATIC, time_s=100.0)
         # trial and error: high activity, range >= 10, a sign flip between big steps
         (AL.HIGH, shape((20, 0, 20), (-20, 20)), 0, C.TRIAL_AND_ERROR),
         (AL.MEDIUM, shape((20, 0, 20), (-20, 20)), 0, C.UNCLASSIFIED),
-        (AL.HIGH, shape((0, 20, 40), (20, 20)), 0, C.UNCLASSIFIED),        # no flip
-        (AL.HIGH, shape((0, 8, 0), (8, -8)), 0, C.UNCLASSIFIED),          # range < 10
+        (AL.HIGH, shape((0, 20, 40), (20, 20)), 0, C.UNCLASSIFIED),  # no flip
+        (AL.HIGH, shape((0, 8, 0), (8, -8)), 0, C.UNCLASSIFIED),  # range < 10
         # abandonment: peak >= 15 above the end, only falling after it
         (AL.MEDIUM, shape((20, 60, 40, 20), (40, -20, -20)), 0, C.CODE_ABANDONMENT),
         (AL.LOW, shape((20, 60, 40, 20), (40, -20, -20)), 0, C.UNCLASSIFIED),
-        (AL.MEDIUM, shape((60, 40), (-20,)), 0, C.UNCLASSIFIED),          # fewer than 3 values
-        (AL.MEDIUM, shape((20, 60, 50), (40, -10)), 0, C.UNCLASSIFIED),   # drop of 10 only
+        (AL.MEDIUM, shape((60, 40), (-20,)), 0, C.UNCLASSIFIED),  # fewer than 3 values
+        (AL.MEDIUM, shape((20, 60, 50), (40, -10)), 0, C.UNCLASSIFIED),  # drop of 10 only
         (AL.MEDIUM, shape((20, 60, 40, 45), (40, -20, 5)), 0, C.UNCLASSIFIED),  # rises again
-        (AL.MEDIUM, shape((20, 40, 60), (20, 20)), 0, C.UNCLASSIFIED),    # peak is the end
+        (AL.MEDIUM, shape((20, 40, 60), (20, 20)), 0, C.UNCLASSIFIED),  # peak is the end
         # quick test after a snap and a removal
         (AL.LOW, shape(runs=1, snaps=1, removals=1, quick_test=True), 0, C.SNAP_N_TEST),
         (AL.LOW, shape(runs=1, snaps=1, removals=1, quick_test=False), 0, C.UNCLASSIFIED),
@@ -309,10 +339,17 @@ def test_step_by_step_rule_as_written() -> None:
     assert cognition(**kw, trend=D.INCREASING, level=AL.MEDIUM) is C.STEP_BY_STEP_ELIMINATION
     assert cognition(**kw, trend=D.INCREASING, level=AL.LOW) is C.UNCLASSIFIED
     two_drops = shape((0, 30, 20, 40, 30, 50), (30, -10, 20, -10, 20))
-    assert cognition(
-        progress=5.0, time_s=100.0, shape=two_drops, post_run_pauses=0,
-        trend=D.INCREASING, level=AL.MEDIUM,
-    ) is C.UNCLASSIFIED
+    assert (
+        cognition(
+            progress=5.0,
+            time_s=100.0,
+            shape=two_drops,
+            post_run_pauses=0,
+            trend=D.INCREASING,
+            level=AL.MEDIUM,
+        )
+        is C.UNCLASSIFIED
+    )
 
 
 @pytest.mark.parametrize("scores", [[0, 1, 2, 3], [0, 2, 2, 4, 5], [1, 3, 2, 4], [0, 0, 0, 2]])
@@ -325,12 +362,13 @@ def test_step_by_step_is_unreachable_through_measurement(scores: list[int]) -> N
 
 # -- the quick-test time check (fixed: the edit must come before the run) ---------------
 
+
 @pytest.mark.parametrize(
     ("events", "expected"),
     [
-        ([snap(0), unsnap(10), ev(100, "runProject")], C.SNAP_N_TEST),       # 90 s: inside
-        ([snap(0), unsnap(10), ev(101, "runProject")], C.UNCLASSIFIED),      # 91 s: too late
-        ([snap(0), unsnap(10), ev(10, "runProject")], C.SNAP_N_TEST),        # same second
+        ([snap(0), unsnap(10), ev(100, "runProject")], C.SNAP_N_TEST),  # 90 s: inside
+        ([snap(0), unsnap(10), ev(101, "runProject")], C.UNCLASSIFIED),  # 91 s: too late
+        ([snap(0), unsnap(10), ev(10, "runProject")], C.SNAP_N_TEST),  # same second
         # an edit only after the run: the signed reference check passed this
         ([ev(0, "runProject"), snap(100), unsnap(150)], C.UNCLASSIFIED),
         # an edit after the run does not hide the one just before it
@@ -344,22 +382,23 @@ def test_quick_test_window(events: list[MetricEvent], expected: C) -> None:
 
 # -- whole measurements ------------------------------------------------------------
 
+
 def test_no_events_gives_an_empty_measurement() -> None:
-    result = compute_metrics([], run_count=0, post_run_pause_count=0,
-                             inactive_pause_count=0, run_in_progress=False)
+    result = compute_metrics([], run_count=0, post_run_pause_count=0, inactive_pause_count=0, run_in_progress=False)
     assert result.segment_events == 0 and result.playground is None
     assert result.action_level is AL.LOW and result.time_on_task_s == 0
     assert result.progress_pct is None and result.cognition is None
 
 
 def test_playground_without_progress_table() -> None:
-    events = [ev(0, pg="RoverRescue", params={"rover_returned": True}),
-              ev(60, "runProject", pg="RoverRescue", error="bumped a wall"), ev(90, pg="RoverRescue")]
-    result = compute_metrics(events, run_count=4, post_run_pause_count=1,
-                             inactive_pause_count=2, run_in_progress=True)
+    events = [
+        ev(0, pg="RoverRescue", params={"rover_returned": True}),
+        ev(60, "runProject", pg="RoverRescue", error="bumped a wall"),
+        ev(90, pg="RoverRescue"),
+    ]
+    result = compute_metrics(events, run_count=4, post_run_pause_count=1, inactive_pause_count=2, run_in_progress=True)
     assert result.playground == "RoverRescue"
-    assert (result.progress_pct, result.direction, result.persistence, result.cognition) == (
-        None, None, None, None)
+    assert (result.progress_pct, result.direction, result.persistence, result.cognition) == (None, None, None, None)
     assert result.milestones_done == [] and result.milestones_todo == []
     assert result.time_on_task_s == 90 and result.segment_events == 3
     assert (result.run_count, result.post_run_pause_count, result.inactive_pause_count) == (4, 1, 2)
@@ -374,8 +413,7 @@ def test_milestones_come_from_the_latest_parameters() -> None:
     ]
     result = metrics(events)
     assert result.milestones_done == ["sample_out_of_crater"]
-    assert result.milestones_todo == [
-        "sample_to_lab", "solar_panel", "rover", "rocket_upright", "fuel_cells"]
+    assert result.milestones_todo == ["sample_to_lab", "solar_panel", "rover", "rocket_upright", "fuel_cells"]
     assert result.progress_pct == 20.0
 
 
@@ -385,14 +423,13 @@ def test_last_error_is_the_latest_over_all_events() -> None:
 
 
 def test_progress_and_persistence_through_measurement() -> None:
-    events = [ev(0, params=pct(0)), ev(30, params=pct(1)), ev(60, "runProject", params=pct(3)),
-              ev(90, params=pct(4))]
+    events = [ev(0, params=pct(0)), ev(30, params=pct(1)), ev(60, "runProject", params=pct(3)), ev(90, params=pct(4))]
     result = metrics(events)
     assert result.progress_pct == 80.0
     assert result.direction is D.INCREASING
     assert result.persistence is P.EXPECTED_COMPLETION
     assert result.cognition is C.DEVELOPMENT_INCREASES_PROGRESS
-    assert result.action_level is AL.MEDIUM   # 4 events in 1.5 minutes
+    assert result.action_level is AL.MEDIUM  # 4 events in 1.5 minutes
 
 
 def test_no_parameters_at_all_means_zero_progress() -> None:
@@ -433,12 +470,16 @@ def _load(path: Path) -> list[MetricEvent]:
         payload = json.loads(json.loads(line)["raw_message"])
         data = _decode(payload.get("playgroundData"))
         ts = datetime.fromisoformat(payload["timestamp"].replace("Z", "+00:00")).timestamp()
-        out.append(MetricEvent.from_fields(
-            ts=ts, event_type=payload["eventType"], playground=payload.get("playground"),
-            playground_params=data.get("parameters") if isinstance(data, dict) else None,
-            block_event=_decode(payload.get("blockEventData")),
-            error_message=payload.get("errorMessage"),
-        ))
+        out.append(
+            MetricEvent.from_fields(
+                ts=ts,
+                event_type=payload["eventType"],
+                playground=payload.get("playground"),
+                playground_params=data.get("parameters") if isinstance(data, dict) else None,
+                block_event=_decode(payload.get("blockEventData")),
+                error_message=payload.get("errorMessage"),
+            )
+        )
     return out
 
 

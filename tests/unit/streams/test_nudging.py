@@ -51,8 +51,9 @@ def test_a_fire_during_a_run_is_held_until_the_run_ends() -> None:
 def test_proactive_lane_off_suppresses_every_fire_with_its_reason() -> None:
     eng = engine(NudgeConfig(enabled=False))
     got = [r for e in wheel_spin_session(with_ends=False) for r in requests(eng.on_event(e))]
-    assert [(r.trigger.type.value, r.decision, r.suppress_reason) for r in got] == \
-        [("wheel_spin", "suppress", "proactive_off")]
+    assert [(r.trigger.type.value, r.decision, r.suppress_reason) for r in got] == [
+        ("wheel_spin", "suppress", "proactive_off")
+    ]
     assert got[0].metrics is None and got[0].program_xml is None
 
 
@@ -93,15 +94,15 @@ def test_reactive_requests_canned_or_measured() -> None:
 
 def test_every_fire_of_the_samples_ends_as_exactly_one_request() -> None:
     for path in (SAMPLE_CLASSROOM, SAMPLE_MALFORMED):
-        run = analyze_lines(read_lines(path.read_bytes()), EngineConfig(), TreeEditScorer(),
-                            NudgeConfig(enabled=True))
+        run = analyze_lines(read_lines(path.read_bytes()), EngineConfig(), TreeEditScorer(), NudgeConfig(enabled=True))
         fires = Counter(t.trigger_id for t in run.observed.triggers)
         decided = Counter(r.trigger.trigger_id for r in run.observed.requests if r.trigger)
         assert decided == fires
         acted = [r for r in run.observed.requests if r.decision == "act"]
         assert acted, "some nudges act with the lane on"
-        per_run = Counter((r.student_key, r.session_id, r.trigger.run_index) for r in acted
-                          if r.trigger.run_index is not None)
+        per_run = Counter(
+            (r.student_key, r.session_id, r.trigger.run_index) for r in acted if r.trigger.run_index is not None
+        )
         assert max(per_run.values()) == 1  # at most one nudge per run
 
 
@@ -114,10 +115,14 @@ def test_evaluate_session_reproduces_the_stream_for_one_stored_session() -> None
     run = analyze_lines(read_lines(log.read_bytes()), EngineConfig(), TreeEditScorer())
     events = run.observed.events
     result = evaluate_session(events, load_settings(trigger_daemon_enabled=True))
-    assert [(t.type.value, t.run_index) for t in result.triggers] == \
-        [(t.type.value, t.run_index) for t in run.observed.triggers] == [("wheel_spin", 6)]
-    assert [(r.trigger.trigger_id, r.decision) for r in result.requests] == \
-        [(run.observed.triggers[0].trigger_id, "act")]
+    assert (
+        [(t.type.value, t.run_index) for t in result.triggers]
+        == [(t.type.value, t.run_index) for t in run.observed.triggers]
+        == [("wheel_spin", 6)]
+    )
+    assert [(r.trigger.trigger_id, r.decision) for r in result.requests] == [
+        (run.observed.triggers[0].trigger_id, "act")
+    ]
     later = evaluate_session(events, load_settings(), now=events[-1].ts + 3600)
     assert [t.alert for t in later.triggers if t.type.value == "inactive"] == [0, 1, 2, 3, 4, 5]
     assert {r.decision for r in later.requests} == {"suppress"}  # the proactive lane is off

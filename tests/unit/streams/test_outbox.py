@@ -18,8 +18,9 @@ from topology.seam.outbox import Outbox
 
 def _outbox(capacity: int = 1000) -> tuple[Outbox, RecordingProducer, list[tuple[Any, ...]]]:
     sent: list[tuple[Any, ...]] = []
-    producer = RecordingProducer(lambda topic, key, value, partition: sent.append((topic, partition, key)),
-                                 batch_capacity=capacity)
+    producer = RecordingProducer(
+        lambda topic, key, value, partition: sent.append((topic, partition, key)), batch_capacity=capacity
+    )
     return Outbox(producer), producer, sent
 
 
@@ -83,8 +84,13 @@ def test_records_of_a_partition_with_a_batch_waiting_are_appended_to_it() -> Non
         await asyncio.sleep(0)
 
     asyncio.run(scenario())
-    assert sent[1:] == [("runs", 1, b"held0"), ("runs", 1, b"held1"), ("runs", 1, b"a"), ("runs", 1, b"c"),
-                        ("runs", 1, b"e")]
+    assert sent[1:] == [
+        ("runs", 1, b"held0"),
+        ("runs", 1, b"held1"),
+        ("runs", 1, b"a"),
+        ("runs", 1, b"c"),
+        ("runs", 1, b"e"),
+    ]
     assert outbox.appended == 2
     assert producer.batch_log == [("runs", 1, 1), ("runs", 2, 1)]  # the rest: a batch of its own, behind
     assert sorted(acked) == [(("runs", 1), 3), (("runs", 1), 4)]  # last of each: held0 held1 a c | e

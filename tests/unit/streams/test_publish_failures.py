@@ -23,15 +23,22 @@ class Settings(SimpleNamespace):
 
 
 def pipeline(producer: Any = None) -> Any:
-    settings = Settings(topic_prefix="t1.", app_id="app", clock_mode="live",
-                        raw_max_bytes=1_000_000)
-    return SimpleNamespace(settings=settings, metrics=WorkerMetrics(), partition_of=lambda k: 0,
-                           app=SimpleNamespace(producer=producer))
+    settings = Settings(topic_prefix="t1.", app_id="app", clock_mode="live", raw_max_bytes=1_000_000)
+    return SimpleNamespace(
+        settings=settings, metrics=WorkerMetrics(), partition_of=lambda k: 0, app=SimpleNamespace(producer=producer)
+    )
 
 
 def outcome() -> NudgeOutcome:
-    return NudgeOutcome(trigger_id="00000000-0000-0000-0000-000000000001", trigger_type="inactive",
-                        student_key="s", session_id="x", status="failed", reason="gave_up", at=1.0)
+    return NudgeOutcome(
+        trigger_id="00000000-0000-0000-0000-000000000001",
+        trigger_type="inactive",
+        student_key="s",
+        session_id="x",
+        status="failed",
+        reason="gave_up",
+        at=1.0,
+    )
 
 
 def failures(p: Any) -> dict[str, int]:
@@ -43,6 +50,7 @@ def _failing_send_batch(exc: BaseException) -> Any:
         failed: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         failed.set_exception(exc)
         return failed
+
     return send_batch
 
 
@@ -122,8 +130,7 @@ def test_a_delivery_that_fails_later_is_counted(delivered: bool) -> None:
     asyncio.run(scenario())
     assert failures(p) == ({} if delivered else {"vex.nudge.outcomes": 1})
     rendered = p.metrics.render().decode()
-    assert ('vexnudge_publish_failures_total{topic="vex.nudge.outcomes"} 1.0' in rendered) \
-        is not delivered
+    assert ('vexnudge_publish_failures_total{topic="vex.nudge.outcomes"} 1.0' in rendered) is not delivered
 
 
 def test_healthz_is_ok_until_a_failure_then_degraded_with_the_counts() -> None:
@@ -132,5 +139,7 @@ def test_healthz_is_ok_until_a_failure_then_degraded_with_the_counts() -> None:
     p.metrics.publish_failed("vex.feedback", 2)
     p.metrics.sink_dead_lettered("event_store", "sink_refused")
     assert web.health(p)["status"] == "degraded"
-    assert web.health(p)["degraded"] == {"publish_failures": {"vex.feedback": 2},
-                                         "sink_dead_letters": {"event_store:sink_refused": 1}}
+    assert web.health(p)["degraded"] == {
+        "publish_failures": {"vex.feedback": 2},
+        "sink_dead_letters": {"event_store:sink_refused": 1},
+    }

@@ -16,8 +16,12 @@ CASES: dict[str, tuple[list[tuple[int, float]], list[tuple[float, bool, bool, bo
     ),
     "time order: each later event raises the mark": (
         [(0, 100.0), (0, 160.0), (0, 160.0), (0, 200.0)],
-        [(100.0, False, True, False), (160.0, True, True, False), (160.0, False, True, False),
-         (200.0, True, True, False)],
+        [
+            (100.0, False, True, False),
+            (160.0, True, True, False),
+            (160.0, False, True, False),
+            (200.0, True, True, False),
+        ],
     ),
     "an event up to DISORDER_S behind is still in order": (
         [(0, 1000.0), (0, 1000.0 - DISORDER_S)],
@@ -29,13 +33,21 @@ CASES: dict[str, tuple[list[tuple[int, float]], list[tuple[float, bool, bool, bo
     ),
     "a switched partition never follows again, while its mark still rises": (
         [(0, 1000.0), (0, 900.0), (0, 1200.0), (0, 1300.0)],
-        [(1000.0, False, True, False), (1000.0, False, False, True), (1200.0, True, False, False),
-         (1300.0, True, False, False)],
+        [
+            (1000.0, False, True, False),
+            (1000.0, False, False, True),
+            (1200.0, True, False, False),
+            (1300.0, True, False, False),
+        ],
     ),
     "partitions are independent": (
         [(0, 1000.0), (1, 500.0), (0, 800.0), (1, 510.0)],
-        [(1000.0, False, True, False), (500.0, False, True, False), (1000.0, False, False, True),
-         (510.0, True, True, False)],
+        [
+            (1000.0, False, True, False),
+            (500.0, False, True, False),
+            (1000.0, False, False, True),
+            (510.0, True, True, False),
+        ],
     ),
 }
 
@@ -51,10 +63,10 @@ def test_steps(name: str) -> None:
 @pytest.mark.parametrize(
     ("stored", "ts", "step"),
     [
-        (500.0, 450.0, Step(500.0, False, True, False)),   # behind a stored mark, within the window
-        (500.0, 430.0, Step(500.0, False, False, True)),   # far behind: 70 s > DISORDER_S
+        (500.0, 450.0, Step(500.0, False, True, False)),  # behind a stored mark, within the window
+        (500.0, 430.0, Step(500.0, False, False, True)),  # far behind: 70 s > DISORDER_S
         (500.0, 430.0 + 10.0, Step(500.0, False, True, False)),
-        (500.0, 600.0, Step(600.0, True, True, False)),    # a stored mark is raised like any other
+        (500.0, 600.0, Step(600.0, True, True, False)),  # a stored mark is raised like any other
     ],
 )
 def test_a_started_partition_continues_from_its_stored_mark(stored: float, ts: float, step: Step) -> None:
@@ -99,8 +111,10 @@ def test_the_in_process_replay_following_the_clock_reproduces_the_golden_file(pa
     from tests.datafiles import SAMPLE_CLASSROOM, golden_for
     from tests.golden_compare import assert_same_as_golden
 
-    run = analyze_lines(read_lines(SAMPLE_CLASSROOM.read_bytes()), EngineConfig(), TreeEditScorer(),
-                        partitions=partitions)
-    summary = build_summary(run.observed, input_name=SAMPLE_CLASSROOM.name, input_sha256=run.sha256,
-                            input_report=run.report)
+    run = analyze_lines(
+        read_lines(SAMPLE_CLASSROOM.read_bytes()), EngineConfig(), TreeEditScorer(), partitions=partitions
+    )
+    summary = build_summary(
+        run.observed, input_name=SAMPLE_CLASSROOM.name, input_sha256=run.sha256, input_report=run.report
+    )
     assert_same_as_golden(summary, golden_for(SAMPLE_CLASSROOM))

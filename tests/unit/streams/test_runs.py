@@ -22,20 +22,24 @@ def fires(distances: list[int | None], playground: str | None = "GOMars") -> lis
     ("distances", "expected"),
     [
         # the worked sequence: wheel_spin, resilience, iterative, explorer
-        ([None, 0, 0, 0, 0, 0, 0, 0, 2, 1, 1, 1, 1, 1, 14],
-         [("wheel_spin", 6), ("resilience", 8), ("iterative", 13), ("explorer", 14)]),
-        ([None, 0, 0, 0, 0, 0], []),                                 # 5 zeros: nothing
-        ([None, 0, 0, 0, 0, 0, 0], [("wheel_spin", 6)]),             # 6th zero fires
-        ([None, 0, 0, 0, 0, 0, 0, 0, 0], [("wheel_spin", 6)]),       # fires once per streak
-        ([None] + [0] * 6 + [1] + [0] * 6,                           # re-armed by a change
-         [("wheel_spin", 6), ("resilience", 7), ("wheel_spin", 13)]),
-        ([None, 0, 0, 0, 5], []),                                    # 3 zeros: no resilience
-        ([None, 0, 0, 0, 0, 5], [("resilience", 5)]),                # 4 zeros then a change
-        ([None, 13, 12, 20], [("explorer", 1), ("explorer", 3)]),    # every big change
-        ([None] + [1] * 6, [("iterative", 6)]),                      # distance 1 counts
-        ([None] + [1] * 8, [("iterative", 6)]),                      # disarmed until a zero
+        (
+            [None, 0, 0, 0, 0, 0, 0, 0, 2, 1, 1, 1, 1, 1, 14],
+            [("wheel_spin", 6), ("resilience", 8), ("iterative", 13), ("explorer", 14)],
+        ),
+        ([None, 0, 0, 0, 0, 0], []),  # 5 zeros: nothing
+        ([None, 0, 0, 0, 0, 0, 0], [("wheel_spin", 6)]),  # 6th zero fires
+        ([None, 0, 0, 0, 0, 0, 0, 0, 0], [("wheel_spin", 6)]),  # fires once per streak
+        (
+            [None] + [0] * 6 + [1] + [0] * 6,  # re-armed by a change
+            [("wheel_spin", 6), ("resilience", 7), ("wheel_spin", 13)],
+        ),
+        ([None, 0, 0, 0, 5], []),  # 3 zeros: no resilience
+        ([None, 0, 0, 0, 0, 5], [("resilience", 5)]),  # 4 zeros then a change
+        ([None, 13, 12, 20], [("explorer", 1), ("explorer", 3)]),  # every big change
+        ([None] + [1] * 6, [("iterative", 6)]),  # distance 1 counts
+        ([None] + [1] * 8, [("iterative", 6)]),  # disarmed until a zero
         ([None] + [1] * 6 + [0] + [1] * 6, [("iterative", 6), ("iterative", 13)]),
-        ([None] + [1] * 5 + [None, 1], [("iterative", 7)]),          # not comparable: no change
+        ([None] + [1] * 5 + [None, 1], [("iterative", 7)]),  # not comparable: no change
     ],
 )
 def test_momentary_rules(distances: list[int | None], expected: list[tuple[str, int]]) -> None:
@@ -51,10 +55,17 @@ def test_several_fires_on_one_run_keep_the_normative_order() -> None:
     assert fires(seq, "RoverRescue") == [("resilience", 7), ("explorer", 7), ("iterative", 9)]
 
 
-@pytest.mark.parametrize(("playground", "threshold"), [
-    ("RoverRescue", 3), ("CoralReefRescue", 5), ("CastleCrasherPlus", 6),
-    ("GOMars", 6), ("WallMaze", 6), (None, 6),
-])
+@pytest.mark.parametrize(
+    ("playground", "threshold"),
+    [
+        ("RoverRescue", 3),
+        ("CoralReefRescue", 5),
+        ("CastleCrasherPlus", 6),
+        ("GOMars", 6),
+        ("WallMaze", 6),
+        (None, 6),
+    ],
+)
 def test_iterative_threshold_per_playground(playground: str | None, threshold: int) -> None:
     got = fires([None] + [2] * 10, playground)
     assert got == [("iterative", threshold)]

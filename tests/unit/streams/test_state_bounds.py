@@ -14,8 +14,9 @@ from topology.schemas import NormalizedEvent
 
 
 def event(n: int, session: str, second: int, event_type: str = "blockCreated", **payload: object) -> NormalizedEvent:
-    out = decode_line(envelope(n, "flood", session, f"2026-05-06T09:{second // 60:02d}:{second % 60:02d}Z",
-                               event_type, **payload))
+    out = decode_line(
+        envelope(n, "flood", session, f"2026-05-06T09:{second // 60:02d}:{second % 60:02d}Z", event_type, **payload)
+    )
     assert isinstance(out, NormalizedEvent)
     return out
 
@@ -45,8 +46,7 @@ def test_a_session_active_again_is_kept_over_older_ones() -> None:
 
 def test_state_size_is_capped_and_programs_of_dropped_sessions_go_too() -> None:
     config = EngineConfig(max_sessions=1000, max_state_bytes=8192)
-    runs = [event(i, f"session-{i}-" + "z" * 100, i, "runProject", project=workspace("<xml/>"))
-            for i in range(40)]
+    runs = [event(i, f"session-{i}-" + "z" * 100, i, "runProject", project=workspace("<xml/>")) for i in range(40)]
     state, dropped, programs = feed(config, runs)
     assert len(state.to_bytes()) <= 8192
     assert dropped and set(dropped) == {"state_size"}

@@ -66,9 +66,17 @@ def test_a_watermark_is_stored_after_enough_raises(tmp_path) -> None:
 
 
 def _event(student: str, ts: float, event_id: str) -> NormalizedEvent:
-    return NormalizedEvent(event_id=event_id, envelope_id_int=None, student_key=student, student_id=student,
-                           session_id="s1", event_type="blockChanged", ts=ts, timestamp="2026-05-06T09:14:07Z",
-                           workspace_status="ok")
+    return NormalizedEvent(
+        event_id=event_id,
+        envelope_id_int=None,
+        student_key=student,
+        student_id=student,
+        session_id="s1",
+        event_type="blockChanged",
+        ts=ts,
+        timestamp="2026-05-06T09:14:07Z",
+        workspace_status="ok",
+    )
 
 
 def test_restore_puts_back_the_state_before_the_record(tmp_path) -> None:

@@ -80,12 +80,18 @@ class Event:
 
 
 def _stream(tmp_path, log: Log) -> Stream:  # type: ignore[no-untyped-def]
-    settings = Settings(app_id="vx-unit", worker_datadir=tmp_path, worker_web_port=0, clock_mode="replay",
-                        topic_partitions=PARTITIONS)
-    p = Pipeline(settings=settings, app=App(log), topics={},  # type: ignore[arg-type]
-                 tables={name: RecordingTable(name) for name in TABLES},  # type: ignore[misc]
-                 metrics=WorkerMetrics(), config=EngineConfig.from_settings(settings),
-                 scorer=TreeEditScorer())
+    settings = Settings(
+        app_id="vx-unit", worker_datadir=tmp_path, worker_web_port=0, clock_mode="replay", topic_partitions=PARTITIONS
+    )
+    p = Pipeline(
+        settings=settings,
+        app=App(log),
+        topics={},  # type: ignore[arg-type]
+        tables={name: RecordingTable(name) for name in TABLES},  # type: ignore[misc]
+        metrics=WorkerMetrics(),
+        config=EngineConfig.from_settings(settings),
+        scorer=TreeEditScorer(),
+    )
     return Stream(p)
 
 
@@ -107,7 +113,7 @@ def _raw_events(stream: Stream, lines: list[bytes]) -> list[Event]:
 
 async def _batches(events: list[Event], size: int):  # type: ignore[no-untyped-def]
     for start in range(0, len(events), size):
-        yield events[start:start + size]
+        yield events[start : start + size]
 
 
 def test_a_line_on_its_students_partition_is_analysed_where_it_is_read(tmp_path) -> None:
@@ -163,7 +169,7 @@ def test_a_batch_reaches_the_producer_as_one_batch_per_topic_partition(tmp_path)
     async def scenario() -> None:
         for start in range(0, len(events), 25):
             before = len(producer.batch_log)
-            for event in events[start:start + 25]:
+            for event in events[start : start + 25]:
                 await stream.one(event)
             assert len(producer.batch_log) == before  # nothing leaves while the batch runs
             await stream.flush()
@@ -178,7 +184,7 @@ def test_a_batch_reaches_the_producer_as_one_batch_per_topic_partition(tmp_path)
     assert metrics.labels(T.EVENTS.name)._value.get() == 100  # counted once per flush, per record
 
 
-@pytest.mark.parametrize("bad", [b'{"id": 1, "studentID": "s"', b'\xff\xfe not json'])
+@pytest.mark.parametrize("bad", [b'{"id": 1, "studentID": "s"', b"\xff\xfe not json"])
 def test_a_bad_line_is_dead_lettered_and_the_next_line_goes_on(tmp_path, bad: bytes) -> None:
     log = Log()
     stream = _stream(tmp_path, log)

@@ -25,8 +25,14 @@ def _observed(events: list[NormalizedEvent], config: EngineConfig | None = None)
 
 
 def _summary(events: list[NormalizedEvent], config: EngineConfig | None = None) -> dict:
-    return build_summary(_observed(events, config), input_name="t.ndjson", input_sha256="0" * 64,
-                         input_report={}, config=config, scorer=FakeScorer())
+    return build_summary(
+        _observed(events, config),
+        input_name="t.ndjson",
+        input_sha256="0" * 64,
+        input_report={},
+        config=config,
+        scorer=FakeScorer(),
+    )
 
 
 def _other_student(event: NormalizedEvent) -> NormalizedEvent:
@@ -34,8 +40,11 @@ def _other_student(event: NormalizedEvent) -> NormalizedEvent:
 
 
 def test_the_student_view_compares_a_new_sessions_first_run_with_the_last_one_before() -> None:
-    events = [ev(0, "runProject", session="s1", xml="a:0"), ev(20, "runProject", session="s1", xml="b:3"),
-              ev(40, "runProject", session="s2", xml="c:5")]
+    events = [
+        ev(0, "runProject", session="s1", xml="a:0"),
+        ev(20, "runProject", session="s1", xml="b:3"),
+        ev(40, "runProject", session="s2", xml="c:5"),
+    ]
     summary = _summary(events)
     per_session = {s["session_id"]: [r["edit_distance"] for r in s["runs"]] for s in summary["sessions"]}
     assert per_session == {"s1": [None, 3], "s2": [None]}  # each session starts a stretch
@@ -48,8 +57,10 @@ def test_boundary_cases_of_every_kind() -> None:
     otter = [ev(0), ev(5), ev(305), ev(1145), ev(1386, session="s2")]
     horizon = _other_student(ev(1386 + 240))  # the file ends where otter's trailing alert falls
     rows = _summary([*otter, horizon])["boundary_cases"]
-    assert [(r["student_id"], r["session_id"], r["after_ts"] - otter[0].ts, r["gap"], r["boundary"], r["value"])
-            for r in rows] == [
+    assert [
+        (r["student_id"], r["session_id"], r["after_ts"] - otter[0].ts, r["gap"], r["boundary"], r["value"])
+        for r in rows
+    ] == [
         ("Otter", "s1", 0, 5, "short_pause", 5),  # at SHORT_PAUSE_MIN_S
         ("Otter", "s1", 5, 300, "inactive_pause", 300),  # at PAUSE_THRESHOLD_S
         ("Otter", "s1", 305, 840, "inactive_fire_1", 840),  # at the second alert
@@ -58,8 +69,13 @@ def test_boundary_cases_of_every_kind() -> None:
 
 
 def test_semantics_state_the_constants_in_force() -> None:
-    config = EngineConfig(inactive_after_s=300.0, inactive_realert_s=900.5, explorer_edit_distance=10,
-                          iterative_thresholds={"WallMaze": 4}, pause_threshold_s=400.0)
+    config = EngineConfig(
+        inactive_after_s=300.0,
+        inactive_realert_s=900.5,
+        explorer_edit_distance=10,
+        iterative_thresholds={"WallMaze": 4},
+        pause_threshold_s=400.0,
+    )
     summary = _summary([ev(0), ev(300)], config)
     constants = summary["semantics"]["constants"]
     assert (constants["INACTIVE_TRIGGER_SECONDS"], constants["RE_ALERT_SECONDS"]) == (300, 900.5)

@@ -16,9 +16,19 @@ def _strftime(ts: float) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ" if moment.microsecond else "%Y-%m-%dT%H:%M:%SZ")
 
 
-@pytest.mark.parametrize("ts", [0.0, 1_700_000_000.0, 1_700_000_000.5, 1_700_000_000.000_001,
-                                951_782_400.25, 4_102_444_799.999_999, -1.5,
-                                datetime(999, 12, 31, 23, 59, 59, tzinfo=UTC).timestamp()])
+@pytest.mark.parametrize(
+    "ts",
+    [
+        0.0,
+        1_700_000_000.0,
+        1_700_000_000.5,
+        1_700_000_000.000_001,
+        951_782_400.25,
+        4_102_444_799.999_999,
+        -1.5,
+        datetime(999, 12, 31, 23, 59, 59, tzinfo=UTC).timestamp(),
+    ],
+)
 def test_iso_utc_matches_strftime(ts: float) -> None:
     assert iso_utc(ts) == _strftime(ts)
 

@@ -57,8 +57,8 @@ def test_cache_is_bounded_lru() -> None:
     pairs = [(xml("a"), xml("b")), (xml("a"), xml("c")), (xml("a"), xml("d"))]
     for a, b in pairs[:2]:
         calc.between_xml(a, b)
-    calc.between_xml(*pairs[0])          # refreshes pair 0
-    calc.between_xml(*pairs[2])          # evicts pair 1, the least recently used
+    calc.between_xml(*pairs[0])  # refreshes pair 0
+    calc.between_xml(*pairs[2])  # evicts pair 1, the least recently used
     assert calc.stats.cache_hits == 1
     calc.between_xml(*pairs[0])
     assert calc.stats.cache_hits == 2
@@ -82,8 +82,8 @@ def test_too_many_blocks_is_not_comparable_and_counted() -> None:
     seen: list[NotComparable] = []
     calc = DistanceCalculator(max_blocks=3, on_not_comparable=seen.append)
     small, big = xml("a", "b"), xml("a", "b", "c", "d")
-    assert calc.between_xml(small, xml("a", "b", "c")) == 1      # at the limit: compared
-    for _ in range(2):                                             # second time from the cache
+    assert calc.between_xml(small, xml("a", "b", "c")) == 1  # at the limit: compared
+    for _ in range(2):  # second time from the cache
         with pytest.raises(NotComparable) as caught:
             calc.between_xml(small, big)
         assert isinstance(caught.value, TreeEditError)

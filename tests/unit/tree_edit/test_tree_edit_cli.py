@@ -30,9 +30,7 @@ def test_two_files_print_the_distance(tmp_path: Path, capsys: pytest.CaptureFixt
     assert capsys.readouterr().out == "2\n"
 
 
-def test_stdin_as_one_file(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_stdin_as_one_file(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sys, "stdin", io.StringIO(B))
     assert main(["distance", _files(tmp_path, a=A)["a"], "-"]) == 0
     assert capsys.readouterr().out == "2\n"
@@ -54,8 +52,9 @@ def test_not_comparable_pair(
     assert "too_many_blocks" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("argv", [["distance"], ["distance", "x.xml"],
-                                  ["distance", "a", "b", "c"], ["distance", "a", "--pairs", "p"]])
+@pytest.mark.parametrize(
+    "argv", [["distance"], ["distance", "x.xml"], ["distance", "a", "b", "c"], ["distance", "a", "--pairs", "p"]]
+)
 def test_usage_errors(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert main(argv) == 2
     assert "two workspace files or --pairs" in capsys.readouterr().err
@@ -72,9 +71,16 @@ def test_pairs_file_answers_every_line_in_order(
     monkeypatch.setenv("TREE_EDIT_MAX_BLOCKS", "2")
     big = "<xml>" + "<block type='x'/>" * 3 + "</xml>"
     lines = [
-        json.dumps({"a": A, "b": B}), "", "not json", "[1, 2]", json.dumps({"a": A}),
-        json.dumps({"a": A, "b": 7}), json.dumps({"a": A, "b": "<xml"}),
-        json.dumps({"a": "", "b": A}), json.dumps({"a": B, "b": A}), json.dumps({"a": A, "b": A}),
+        json.dumps({"a": A, "b": B}),
+        "",
+        "not json",
+        "[1, 2]",
+        json.dumps({"a": A}),
+        json.dumps({"a": A, "b": 7}),
+        json.dumps({"a": A, "b": "<xml"}),
+        json.dumps({"a": "", "b": A}),
+        json.dumps({"a": B, "b": A}),
+        json.dumps({"a": A, "b": A}),
         json.dumps({"a": A, "b": big}),
     ]
     data = ("\n".join(lines) + "\n").encode() + b"\xff\n"
@@ -83,18 +89,24 @@ def test_pairs_file_answers_every_line_in_order(
     assert main(["distance", "--pairs", str(path)]) == 0
     captured = capsys.readouterr()
     assert [json.loads(line) for line in captured.out.splitlines()] == [
-        {"distance": 2}, {"error": "empty_line"}, {"error": "invalid_json"},
-        {"error": "not_an_object"}, {"error": "missing_b"}, {"error": "b_not_string"},
-        {"error": "xml_error"}, {"distance": 1}, {"distance": 2}, {"distance": 0},
-        {"error": "too_many_blocks"}, {"error": "invalid_utf8"},
+        {"distance": 2},
+        {"error": "empty_line"},
+        {"error": "invalid_json"},
+        {"error": "not_an_object"},
+        {"error": "missing_b"},
+        {"error": "b_not_string"},
+        {"error": "xml_error"},
+        {"distance": 1},
+        {"distance": 2},
+        {"distance": 0},
+        {"error": "too_many_blocks"},
+        {"error": "invalid_utf8"},
     ]
     assert "pairs: 12  errors: 8  total:" in captured.err
     assert "median:" in captured.err and "cached 1" in captured.err
 
 
-def test_pairs_from_stdin(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_pairs_from_stdin(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     stdin = io.TextIOWrapper(io.BytesIO(json.dumps({"a": A, "b": B}).encode()))
     monkeypatch.setattr(sys, "stdin", stdin)
     assert main(["distance", "--pairs", "-"]) == 0

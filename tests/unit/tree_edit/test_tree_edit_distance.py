@@ -20,9 +20,9 @@ from tree_edit.reference import reference_distance
 #: Tests of the C kernel itself; without it, test_the_c_kernel_is_built_and_used fails alone.
 needs_c = pytest.mark.skipif(tree_edit.BACKEND != "c", reason="C extension not built")
 
-EXAMPLES: list[dict[str, Any]] = json.loads(
-    (FIXTURES / "edit_distance_examples.json").read_text(encoding="utf-8")
-)["examples"]
+EXAMPLES: list[dict[str, Any]] = json.loads((FIXTURES / "edit_distance_examples.json").read_text(encoding="utf-8"))[
+    "examples"
+]
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=[e["name"] for e in EXAMPLES])
@@ -62,10 +62,8 @@ def test_both_decompositions_give_the_same_distance() -> None:
     program = synthetic.random_program(rng, 80)
     a = parse_workspace(synthetic.to_xml(program))
     b = parse_workspace(synthetic.to_xml(synthetic.edited(rng, program, 8)))
-    left = KERNEL(a.shape.left.codes, a.shape.left.lml, a.shape.left.keyroots,
-                  *_codes_lml_keyroots(a, b, "left"))
-    right = KERNEL(a.shape.right.codes, a.shape.right.lml, a.shape.right.keyroots,
-                   *_codes_lml_keyroots(a, b, "right"))
+    left = KERNEL(a.shape.left.codes, a.shape.left.lml, a.shape.left.keyroots, *_codes_lml_keyroots(a, b, "left"))
+    right = KERNEL(a.shape.right.codes, a.shape.right.lml, a.shape.right.keyroots, *_codes_lml_keyroots(a, b, "right"))
     assert left == right == distance(a, b)
 
 
@@ -78,11 +76,15 @@ def _codes_lml_keyroots(a: tree_edit.Tree, b: tree_edit.Tree, side: str) -> tupl
 
 
 def test_mirrored_decomposition_is_cheaper_for_long_chains() -> None:
-    xml = "<xml>" + "<block type='d'><value name='V'><block type='r'/></value><next>" * 300 \
-        + "</next></block>" * 300 + "</xml>"
+    xml = (
+        "<xml>"
+        + "<block type='d'><value name='V'><block type='r'/></value><next>" * 300
+        + "</next></block>" * 300
+        + "</xml>"
+    )
     tree = parse_workspace(xml)
     assert tree.shape.right.cost < tree.shape.left.cost / 50
-    assert work(tree, tree) == tree.shape.right.cost ** 2
+    assert work(tree, tree) == tree.shape.right.cost**2
 
 
 def test_empty_against_n_blocks_costs_n() -> None:
@@ -94,14 +96,17 @@ def test_empty_against_n_blocks_costs_n() -> None:
 
 
 @needs_c
-@pytest.mark.parametrize("arrays", [
-    ([], [], [], [0], [0], [0]),                   # empty tree
-    ([0, 0], [0], [1], [0], [0], [0]),              # lml shorter than codes
-    ([0, 0], [0, 5], [1], [0], [0], [0]),           # leftmost leaf after the node
-    ([0, 0], [0, 0], [0], [0], [0], [0]),           # root is not the last keyroot
-    ([0, 0], [0, 0], [1, 1], [0], [0], [0]),        # keyroots not ascending
-    ([0] * 4, [0, 0, 1, 0], [2, 3], [0], [0], [0]),  # node 1's leaf outside keyroot 2's subtree
-])
+@pytest.mark.parametrize(
+    "arrays",
+    [
+        ([], [], [], [0], [0], [0]),  # empty tree
+        ([0, 0], [0], [1], [0], [0], [0]),  # lml shorter than codes
+        ([0, 0], [0, 5], [1], [0], [0], [0]),  # leftmost leaf after the node
+        ([0, 0], [0, 0], [0], [0], [0], [0]),  # root is not the last keyroot
+        ([0, 0], [0, 0], [1, 1], [0], [0], [0]),  # keyroots not ascending
+        ([0] * 4, [0, 0, 1, 0], [2, 3], [0], [0], [0]),  # node 1's leaf outside keyroot 2's subtree
+    ],
+)
 def test_c_kernel_rejects_malformed_arrays(arrays: tuple[list[int], ...]) -> None:
     with pytest.raises(ValueError, match="malformed"):
         KERNEL(*(array("i", values) for values in arrays))
@@ -110,8 +115,7 @@ def test_c_kernel_rejects_malformed_arrays(arrays: tuple[list[int], ...]) -> Non
 @needs_c
 def test_c_kernel_rejects_non_int32_buffers() -> None:
     with pytest.raises(TypeError):
-        KERNEL(array("d", [0.0]), array("i", [0]), array("i", [0]),
-               array("i", [0]), array("i", [0]), array("i", [0]))
+        KERNEL(array("d", [0.0]), array("i", [0]), array("i", [0]), array("i", [0]), array("i", [0]), array("i", [0]))
 
 
 def test_tree_edit_stays_pure() -> None:
@@ -119,9 +123,23 @@ def test_tree_edit_stays_pure() -> None:
         "import sys, tree_edit, tree_edit.reference, tree_edit.synthetic;"
         "print(' '.join(sorted(m.split('.')[0] for m in sys.modules)))"
     )
-    loaded = set(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
-                                text=True).stdout.split())
-    forbidden = {"faust", "aiokafka", "mode", "aiohttp", "asyncpg", "ollama", "pydantic",
-                 "pydantic_settings", "prometheus_client", "topology", "streams", "feedback",
-                 "delivery", "orjson"}
+    loaded = set(
+        subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout.split()
+    )
+    forbidden = {
+        "faust",
+        "aiokafka",
+        "mode",
+        "aiohttp",
+        "asyncpg",
+        "ollama",
+        "pydantic",
+        "pydantic_settings",
+        "prometheus_client",
+        "topology",
+        "streams",
+        "feedback",
+        "delivery",
+        "orjson",
+    }
     assert not loaded & forbidden

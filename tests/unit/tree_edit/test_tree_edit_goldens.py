@@ -19,9 +19,7 @@ from tree_edit.reference import reference_distance
 LOGS = all_logs()
 
 
-def _scored(
-    stream: list[Event], calc: DistanceCalculator
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def _scored(stream: list[Event], calc: DistanceCalculator) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(scored runs, unscored runs) of one stream, in the goldens' vocabulary."""
     outcomes: list[tuple[str | None, Program | Unusable]] = []
     unscored: list[dict[str, Any]] = []
@@ -32,8 +30,7 @@ def _scored(
         outcome = extract_program(event.payload.get("project"), previous)
         if isinstance(outcome, Unusable):
             after = len(scored_events) - 1 if scored_events else None
-            unscored.append({"event_id": event.envelope_id, "reason": outcome.reason.value,
-                             "after_run_index": after})
+            unscored.append({"event_id": event.envelope_id, "reason": outcome.reason.value, "after_run_index": after})
         else:
             previous = outcome
             scored_events.append(event)
@@ -45,17 +42,31 @@ def _scored(
         if step.previous is not None:
             distance = calc.between_programs(step.previous, step.program)
             assert reference_distance(step.previous.tree, tree) == distance, event.envelope_id
-        scored.append({
-            "index": step.index, "event_id": event.envelope_id, "playground": step.playground,
-            "edit_distance": distance, "workspace_status": step.program.status.value,
-            "n_blocks": tree.n_blocks, "n_stacks": tree.n_stacks,
-            "label_tree_size": tree.label_tree_size,
-        })
+        scored.append(
+            {
+                "index": step.index,
+                "event_id": event.envelope_id,
+                "playground": step.playground,
+                "edit_distance": distance,
+                "workspace_status": step.program.status.value,
+                "n_blocks": tree.n_blocks,
+                "n_stacks": tree.n_stacks,
+                "label_tree_size": tree.label_tree_size,
+            }
+        )
     return scored, unscored
 
 
-RUN_KEYS = ("index", "event_id", "playground", "edit_distance", "workspace_status",
-            "n_blocks", "n_stacks", "label_tree_size")
+RUN_KEYS = (
+    "index",
+    "event_id",
+    "playground",
+    "edit_distance",
+    "workspace_status",
+    "n_blocks",
+    "n_stacks",
+    "label_tree_size",
+)
 
 
 @pytest.mark.parametrize("log", LOGS, ids=[log.stem for log in LOGS])
@@ -69,8 +80,7 @@ def test_session_runs_match_golden(log: Path) -> None:
         scored, unscored = _scored(found[key], calc)
         want = [{k: run[k] for k in RUN_KEYS} for run in session["runs"]]
         assert scored == want, key
-        want_unscored = [{k: u[k] for k in ("event_id", "reason", "after_run_index")}
-                         for u in session["unscored_runs"]]
+        want_unscored = [{k: u[k] for k in ("event_id", "reason", "after_run_index")} for u in session["unscored_runs"]]
         assert unscored == want_unscored, key
 
 

@@ -47,19 +47,28 @@ def test_readme_example_tree_and_stats() -> None:
     assert kinds == [NodeKind.ROOT, NodeKind.BLOCK, NodeKind.CONNECTOR]
 
 
-@pytest.mark.parametrize("xml", ["", "   \n\t", "<xml/>", f"<xml {NS}></xml>",
-                                 f"<xml {NS}><variables/><comment>hi</comment></xml>"])
+@pytest.mark.parametrize(
+    "xml", ["", "   \n\t", "<xml/>", f"<xml {NS}></xml>", f"<xml {NS}><variables/><comment>hi</comment></xml>"]
+)
 def test_empty_workspaces_are_the_empty_program(xml: str) -> None:
     tree = parse_workspace(xml)
     assert (tree.n_blocks, tree.n_stacks, tree.label_tree_size) == (0, 0, 1)
     assert tree.outline() == "ROOT"
 
 
-@pytest.mark.parametrize("xml", [
-    "hello", "<xml>", "<xml><block type='a'></xml>", "<xml/><xml/>",
-    "<xml><block type='a'></next></block></xml>", "<xml>&#1;</xml>", "{\"workspace\": 1}",
-    '<xml><block type="a" id="x></block></xml>',
-])
+@pytest.mark.parametrize(
+    "xml",
+    [
+        "hello",
+        "<xml>",
+        "<xml><block type='a'></xml>",
+        "<xml/><xml/>",
+        "<xml><block type='a'></next></block></xml>",
+        "<xml>&#1;</xml>",
+        '{"workspace": 1}',
+        '<xml><block type="a" id="x></block></xml>',
+    ],
+)
 def test_malformed_xml_raises_one_typed_error(xml: str) -> None:
     with pytest.raises(WorkspaceError) as caught:
         parse_workspace(xml)
@@ -87,23 +96,28 @@ def test_any_document_element_is_accepted() -> None:
     # Only well-formedness makes a workspace unusable; the document element's
     # name is not checked, and only its direct <block> children are stacks.
     assert parse_workspace("<workspace><block type='a'/></workspace>").outline() == "ROOT(a)"
-    assert parse_workspace("<block type='a'><next><block type='b'/></next></block>").outline() \
-        == "ROOT"
+    assert parse_workspace("<block type='a'><next><block type='b'/></next></block>").outline() == "ROOT"
 
 
 def test_top_level_non_blocks_are_ignored() -> None:
-    assert outline(
-        "<variables><variable>v</variable></variables><shadow type='math_number'/>"
-        "<comment>c</comment><block type='a'/>"
-    ) == "ROOT(a)"
+    assert (
+        outline(
+            "<variables><variable>v</variable></variables><shadow type='math_number'/>"
+            "<comment>c</comment><block type='a'/>"
+        )
+        == "ROOT(a)"
+    )
 
 
 def test_own_fields_sorted_stripped_last_wins_and_unnamed_skipped() -> None:
-    assert outline(
-        "<block type='t'><field name='Z'> 1 </field><field name='A'>x</field>"
-        "<field name='Z'>2</field><field>lost</field><field name=''>lost</field>"
-        "<field name='E'/></block>"
-    ) == "ROOT(t|A=x|E=|Z=2)"
+    assert (
+        outline(
+            "<block type='t'><field name='Z'> 1 </field><field name='A'>x</field>"
+            "<field name='Z'>2</field><field>lost</field><field name=''>lost</field>"
+            "<field name='E'/></block>"
+        )
+        == "ROOT(t|A=x|E=|Z=2)"
+    )
 
 
 def test_missing_type_is_unknown() -> None:
@@ -146,14 +160,11 @@ def test_children_order_values_then_statements_then_next() -> None:
         "<statement name='S2'><block type='s2'/></statement>"
         "<value><block type='v2'/></value></block>"
     )
-    assert outline(body) == (
-        "ROOT(t(value:V1(v1), value:(v2), statement:S1(s1), statement:S2(s2), next(n)))"
-    )
+    assert outline(body) == ("ROOT(t(value:V1(v1), value:(v2), statement:S1(s1), statement:S2(s2), next(n)))")
 
 
 def test_several_blocks_in_one_input_each_get_a_connector() -> None:
-    body = ("<block type='t'><statement name='S'><block type='a'/><block type='b'/>"
-            "</statement></block>")
+    body = "<block type='t'><statement name='S'><block type='a'/><block type='b'/></statement></block>"
     tree = parse_workspace(f"<xml>{body}</xml>")
     assert tree.outline() == "ROOT(t(statement:S(a), statement:S(b)))"
     assert (tree.n_blocks, tree.label_tree_size) == (3, 6)

@@ -53,8 +53,11 @@ _TREES = st.recursive(
     lambda inner: st.builds(
         lambda leaf, inputs: (*leaf, *inputs),
         _LEAF,
-        st.lists(st.tuples(st.sampled_from(["value", "statement", "next"]),
-                           st.sampled_from("XY"), inner), min_size=1, max_size=3),
+        st.lists(
+            st.tuples(st.sampled_from(["value", "statement", "next"]), st.sampled_from("XY"), inner),
+            min_size=1,
+            max_size=3,
+        ),
     ),
     max_leaves=40,
 )

@@ -11,12 +11,15 @@ from tree_edit import WorkspaceError, parse_workspace, xmlsafe
 from tree_edit.xmlsafe import XmlRefused, expat_warning, parse_xml
 
 
-@pytest.mark.parametrize("xml", [
-    '<!DOCTYPE xml><xml/>',
-    '<!DOCTYPE xml [<!ENTITY a "b">]><xml>&a;</xml>',
-    '<?xml version="1.0"?>\n<!DOCTYPE xml SYSTEM "http://127.0.0.1/x.dtd"><xml/>',
-    '<!DOCTYPE xml [<!ENTITY x SYSTEM "file:///etc/passwd">]><xml>&x;</xml>',
-])
+@pytest.mark.parametrize(
+    "xml",
+    [
+        "<!DOCTYPE xml><xml/>",
+        '<!DOCTYPE xml [<!ENTITY a "b">]><xml>&a;</xml>',
+        '<?xml version="1.0"?>\n<!DOCTYPE xml SYSTEM "http://127.0.0.1/x.dtd"><xml/>',
+        '<!DOCTYPE xml [<!ENTITY x SYSTEM "file:///etc/passwd">]><xml>&x;</xml>',
+    ],
+)
 def test_declarations_are_refused(xml: str) -> None:
     with pytest.raises(XmlRefused):
         parse_xml(xml)
