@@ -1,5 +1,5 @@
 # One vocabulary for humans and CI.  Every target does its own set-up.
-.PHONY: demo test unit bench stack-up stack-down lint
+.PHONY: demo test unit bench stack-up stack-down lint type
 
 demo:        ## run the whole product on the local stack, replaying the sample classroom
 	bash scripts/demo.sh
@@ -18,3 +18,9 @@ stack-up:
 
 stack-down:
 	.venv/bin/vexnudge stack down
+
+lint:        ## ruff: lint rules (private access only in topology/seam/) and the one format
+	bash scripts/bootstrap.sh && .venv/bin/ruff check . && .venv/bin/ruff format --check .
+
+type:        ## mypy --strict on tree_edit/, streams/ and feedback/ (configured in pyproject.toml)
+	bash scripts/bootstrap.sh && .venv/bin/mypy
