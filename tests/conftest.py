@@ -74,3 +74,20 @@ async def _delete_topics_of(settings: Settings, stem: str) -> None:
         await delete_topics_where(settings, lambda name: name.startswith(stem))
     except Exception as exc:  # noqa: BLE001 - cleanup only: say so, never fail the test for it
         warnings.warn(f"could not delete the topics of {stem}: {exc}", stacklevel=1)
+
+
+@pytest.fixture
+def close_stray_loops() -> Iterator[None]:
+    """Close the event loops a test left open behind its back.
+
+    Building a Faust app makes event loops of its own (mode and Faust call
+    ``asyncio.get_event_loop()`` while services are declared) that nothing in the
+    test owns; with warnings as errors, their sockets would fail a later test.
+    Used by the modules that build apps in-process, not as a blanket cleanup.
+    """
+    import gc
+
+    yield
+    for loop in [o for o in gc.get_objects() if isinstance(o, asyncio.AbstractEventLoop)]:
+        if not loop.is_running() and not loop.is_closed():
+            loop.close()

@@ -166,6 +166,13 @@ class ChildProcess:
             assert self.process is not None
             _signal_group(self.process.pid, signal.SIGKILL)
             self.process.wait(10)
+        self._close_log()
+
+    def _close_log(self) -> None:
+        """Close our handle on the child's log once the child is gone (it holds its own)."""
+        if self._log is not None and not self.alive:
+            self._log.close()
+            self._log = None
 
     def terminate(self) -> None:
         """SIGTERM to the child's group: the start of a clean stop (does not wait)."""
@@ -204,9 +211,7 @@ class ChildProcess:
             self.kill()
             raise
         finally:
-            if self._log and not self.alive:
-                self._log.close()
-                self._log = None
+            self._close_log()
 
     def log_tail(self, lines: int = 40) -> str:
         """The end of the child's log (for error messages)."""
@@ -248,9 +253,8 @@ class ChildProcess:
     def failed(self, what: str) -> ChildFailed:
         """The error that says the child ``what``, with its exit code and last log lines."""
         code = self.process.poll() if self.process is not None else None
-        if code is not None and self._log is not None:  # it is gone: nothing writes its log any more
-            self._log.close()
-            self._log = None
+        if code is not None:  # it is gone: nothing writes its log any more
+            self._close_log()
         status = f" (exit code {code})" if code is not None else ""
         return ChildFailed(f"the {self.name} {what}{status}:\n{self.log_tail(8)}")
 

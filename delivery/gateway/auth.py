@@ -46,8 +46,8 @@ def json_error(
     status: type[web.HTTPException], code: str, detail: str, headers: dict[str, str] | None = None
 ) -> web.HTTPException:
     """An aiohttp HTTP exception with a JSON body."""
-    body = orjson.dumps({"error": code, "detail": detail})
-    return status(body=body, content_type="application/json", headers=headers)
+    text = orjson.dumps({"error": code, "detail": detail}).decode()
+    return status(text=text, content_type="application/json", headers=headers)
 
 
 def bearer(request: web.Request) -> str | None:

@@ -133,11 +133,15 @@ class Demo:
         return code, self.stderr()
 
     def kill(self) -> None:
-        """Cleanup after a failed test: the demo and whatever it left."""
+        """Cleanup: the demo and whatever it left, then its pipes."""
         for pid in (self.proc.pid, *self.children):
             if alive(pid):
                 os.kill(pid, signal.SIGKILL)
         self.proc.wait(10)
+        self._reader.join(5)
+        for pipe in (self.proc.stdout, self.proc.stderr):
+            if pipe is not None:
+                pipe.close()
 
 
 @pytest.fixture

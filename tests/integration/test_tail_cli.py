@@ -97,7 +97,7 @@ def test_tail_follows_new_records_until_interrupted(stack, unique_prefix) -> Non
         assert follower.poll() is None  # still following
     finally:
         follower.terminate()
-        follower.wait(timeout=30)
+        follower.communicate(timeout=30)  # waits, and closes both pipes
 
 
 def test_tail_names_what_exists_when_the_topic_does_not(stack, unique_prefix) -> None:

@@ -10,6 +10,8 @@ from streams.agents.pipeline import build_pipeline
 from topology.seam.worker import PipelineWorker
 from topology.settings import Settings
 
+pytestmark = pytest.mark.usefixtures("close_stray_loops")
+
 
 @pytest.fixture
 def root_logger():

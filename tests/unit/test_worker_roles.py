@@ -8,6 +8,8 @@ from pydantic import ValidationError
 from streams.agents.pipeline import build_pipeline
 from topology.settings import Settings
 
+pytestmark = pytest.mark.usefixtures("close_stray_loops")
+
 
 def _settings(tmp_path, roles: str) -> Settings:
     return Settings(app_id="vx-test", worker_roles=roles, worker_datadir=tmp_path, worker_web_port=0)

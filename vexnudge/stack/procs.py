@@ -180,7 +180,7 @@ def start_detached(argv: Sequence[str], log_path: Path, cwd: Path) -> subprocess
     """
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "ab") as log:
-        return subprocess.Popen(
+        proc = subprocess.Popen(
             list(argv),
             stdin=subprocess.DEVNULL,
             stdout=log,
@@ -189,6 +189,12 @@ def start_detached(argv: Sequence[str], log_path: Path, cwd: Path) -> subprocess
             start_new_session=True,
             close_fds=True,
         )
+    _DETACHED[proc.pid] = proc  # held until reaped: a running child is never collected unawaited
+    return proc
+
+
+#: The detached children this process started and has not reaped yet.
+_DETACHED: dict[int, subprocess.Popen[bytes]] = {}
 
 
 def stop(record: ProcessRecord, first: signal.Signals, timeout_s: float) -> str:
@@ -219,6 +225,11 @@ def wait_gone(record: ProcessRecord, timeout_s: float) -> bool:
 
 
 def _reap(pid: int) -> None:
+    child = _DETACHED.get(pid)
+    if child is not None:
+        if child.poll() is not None:  # reaped, and its exit status recorded
+            del _DETACHED[pid]
+        return
     with contextlib.suppress(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)
 
