@@ -42,6 +42,7 @@ if str(ROOT) not in sys.path:
 import orjson
 
 from vexnudge.childproc import ChildProcess
+from vexnudge.workerproc import worker_args
 
 SAMPLE = ROOT / "tests" / "data" / "fixtures" / "sample_classroom.ndjson"
 #: New envelope ids start here (the sample's ids are 42,100,000-42,101,006).
@@ -234,20 +235,7 @@ class BenchWorker(ChildProcess):
 
     def start(self) -> BenchWorker:
         self.datadir = self.datadir or Path(tempfile.mkdtemp(prefix=f"vexnudge-{self.app_id}-"))
-        worker_args = [
-            "worker",
-            "--app-id",
-            self.app_id,
-            "--topic-prefix",
-            self.topic_prefix,
-            "--clock",
-            self.clock,
-            "--web-port",
-            str(self.web_port),
-            "--datadir",
-            str(self.datadir),
-            *self.extra_args,
-        ]
+        args = worker_args(self.app_id, self.topic_prefix, self.clock, self.web_port, self.datadir, self.extra_args)
         command = None  # exactly `vexnudge worker`
         if (
             self.agents is not None
@@ -265,7 +253,7 @@ class BenchWorker(ChildProcess):
                 *(arg for option in self.app_options for arg in ("--app-option", option)),
                 "--",
             ]
-        self.spawn(worker_args, self.datadir / "worker.log", command=command, cwd=ROOT)
+        self.spawn(args, self.datadir / "worker.log", command=command, cwd=ROOT)
         return self
 
     @property

@@ -8,6 +8,26 @@ from pathlib import Path
 from vexnudge.childproc import ChildProcess
 
 
+def worker_args(
+    app_id: str, topic_prefix: str, clock: str, web_port: int, datadir: Path, extra: list[str]
+) -> list[str]:
+    """The ``vexnudge worker`` arguments of a worker on its own app id, topics and data directory."""
+    return [
+        "worker",
+        "--app-id",
+        app_id,
+        "--topic-prefix",
+        topic_prefix,
+        "--clock",
+        clock,
+        "--web-port",
+        str(web_port),
+        "--datadir",
+        str(datadir),
+        *extra,
+    ]
+
+
 class WorkerProcess(ChildProcess):
     """A ``vexnudge worker`` subprocess on the given app id and topics.
 
@@ -39,20 +59,7 @@ class WorkerProcess(ChildProcess):
     def start(self) -> WorkerProcess:
         """Launch the worker."""
         self.datadir = self.datadir or Path(tempfile.mkdtemp(prefix=f"vexnudge-{self.app_id}-"))
-        args = [
-            "worker",
-            "--app-id",
-            self.app_id,
-            "--topic-prefix",
-            self.topic_prefix,
-            "--clock",
-            self.clock,
-            "--web-port",
-            str(self.web_port),
-            "--datadir",
-            str(self.datadir),
-            *self.extra_args,
-        ]
+        args = worker_args(self.app_id, self.topic_prefix, self.clock, self.web_port, self.datadir, self.extra_args)
         env = {"SHUTDOWN_GRACE_S": f"{self.grace_s:g}", **self.env}
         self.spawn(args, self.log_path or self.datadir / "worker.log", env)
         return self
