@@ -41,10 +41,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 import asyncpg
 
@@ -414,27 +414,43 @@ class FeedbackService:
         """Claim one due row not tried since ``pass_started`` and finish it."""
         started = time.perf_counter()
         after, cap = self.retry_after_s, self.max_delay_s
-        claimed: FeedbackRequest | None = None
-        try:
-            async with self.pool.acquire() as conn, conn.transaction():
-                row = await triggers.claim_due(conn, retry_after_s=after, max_delay_s=cap, touched_before=pass_started)
-                if row is not None and row.request is not None:
-                    claimed = row.request
-                    return await self._finish_trigger(conn, claimed, first=False, started=started)
-                question = await requests.claim_due(
-                    conn, retry_after_s=after, max_delay_s=cap, touched_before=pass_started
+        async with self.pool.acquire() as conn, conn.transaction():
+            row = await triggers.claim_due(conn, retry_after_s=after, max_delay_s=cap, touched_before=pass_started)
+            if row is not None and row.request is not None:
+                claimed = row.request
+                return await self._settle_claimed(
+                    conn, claimed, self._finish_trigger(conn, claimed, first=False, started=started)
                 )
-                if question is not None and question.request is not None:
-                    claimed = question.request
-                    return await self._finish_question(conn, claimed, question.request_id, first=False, started=started)
-        except Exception as exc:
-            if claimed is None or not _refusal(exc):
-                raise
-            return await self._refused(claimed, exc)
+            question = await requests.claim_due(conn, retry_after_s=after, max_delay_s=cap, touched_before=pass_started)
+            if question is not None and question.request is not None:
+                claimed = question.request
+                return await self._settle_claimed(
+                    conn,
+                    claimed,
+                    self._finish_question(conn, claimed, question.request_id, first=False, started=started),
+                )
         return None
 
-    async def _refused(self, request: FeedbackRequest, exc: BaseException) -> _Plan:
-        """The database refused ``request``: hand it over, mark its row ``failed``, go on."""
+    async def _settle_claimed(
+        self, conn: asyncpg.Connection, claimed: FeedbackRequest, finish: Coroutine[Any, Any, _Plan]
+    ) -> _Plan:
+        """Finish a claimed row inside a savepoint; a refusal of its record rolls back to
+        the savepoint and marks the row ``failed`` in the claiming transaction, so its
+        lock is held throughout and no concurrent sweep can claim it in between."""
+        try:
+            async with conn.transaction():
+                return await finish
+        except Exception as exc:
+            if not _refusal(exc):
+                raise
+            return await self._refused(claimed, exc, conn)
+
+    async def _refused(
+        self, request: FeedbackRequest, exc: BaseException, db: asyncpg.Connection | asyncpg.Pool | None = None
+    ) -> _Plan:
+        """The database refused ``request``: hand it over, mark its row ``failed`` (through
+        ``db``, the claiming transaction's connection when there is one), go on."""
+        db = db if db is not None else self.pool
         error = describe(exc)
         log.error("feedback request %s refused by the database (not retried): %s", request.request_id, error)
         if self.on_refused is not None:
@@ -442,10 +458,10 @@ class FeedbackService:
         self.metrics.outcome("failed", request.lane)
         note = f"{SINK_REFUSED}: {error}"
         if request.lane is Lane.PROACTIVE and request.trigger is not None:
-            await triggers.mark_failed(self.pool, request.trigger.trigger_id, note, reason=SINK_REFUSED)
+            await triggers.mark_failed(db, request.trigger.trigger_id, note, reason=SINK_REFUSED)
             outcome = self._outcome(request, "failed", reason=SINK_REFUSED)
             return _Plan(HandleResult("failed", outcome=outcome), Lane.PROACTIVE, publish=[outcome], counted=False)
-        await requests.mark_failed(self.pool, outbox.question_id(request), note)
+        await requests.mark_failed(db, outbox.question_id(request), note)
         return _Plan(HandleResult("failed"), Lane.REACTIVE, counted=False)
 
     async def _publish_unpublished(self, limit: int) -> int:
