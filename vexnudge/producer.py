@@ -77,6 +77,7 @@ async def produce_lines(
     skip_invalid: bool = False,
     on_progress: Callable[[ProduceStats], None] | None = None,
     first_line: int = 1,
+    numbers: Sequence[int] | None = None,
 ) -> ProduceStats:
     """Send ``lines`` to the raw topic, as fast as possible or paced.
 
@@ -84,7 +85,13 @@ async def produce_lines(
     :param rate: send at a steady number of lines per second.
     :param skip_invalid: drop lines ingest would reject instead of sending them.
     :param first_line: the file line number of ``lines[0]`` (a file sent in parts).
+    :param numbers: each line's file line number, when ``lines`` are not in file order
+        (``vexnudge.disorder.arrival_order``); replaces ``first_line``.  Pacing follows
+        the order of ``lines``: with ``speed``, a line recorded earlier than one
+        already sent goes at once.
     """
+    if numbers is not None and len(numbers) != len(lines):
+        raise ValueError(f"{len(numbers)} line numbers for {len(lines)} lines")
     stats, topic = ProduceStats(), settings.topic(T.RAW.name)
     producer = make_producer(settings)
     await producer.start()
@@ -93,7 +100,7 @@ async def produce_lines(
     try:
         pending: list[asyncio.Future[object]] = []
         for sent, line in enumerate(lines, start=1):
-            number = first_line + sent - 1
+            number = numbers[sent - 1] if numbers is not None else first_line + sent - 1
             stats.lines += 1
             if skip_invalid and (not line.strip() or isinstance(decode_line(line), Rejected)):
                 stats.skipped += 1
