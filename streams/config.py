@@ -32,6 +32,8 @@ class EngineConfig:
     max_sessions: int = default("max_sessions_per_student")
     """Sessions a student's state keeps (the least recently active go first)."""
     max_state_bytes: int = default("student_state_max_bytes")
+    reorder_window_s: float = default("reorder_window_s")
+    """Events this much older than the student's latest are still analysed in event order."""
     """The most a student's serialized state may take (checked when a session opens)."""
 
     def iterative_threshold(self, playground: str | None) -> int:
@@ -54,4 +56,5 @@ class EngineConfig:
             recency_s=settings.trigger_student_recency_hours * 3600.0,
             max_sessions=settings.max_sessions_per_student,
             max_state_bytes=settings.student_state_max_bytes,
+            reorder_window_s=settings.reorder_window_s,
         )

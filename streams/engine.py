@@ -11,6 +11,8 @@ same outputs (and the same ids) every time.
 from __future__ import annotations
 
 import time
+from collections import Counter
+from typing import Any
 
 from feedback.nudge import NudgeConfig
 from streams import inactivity
@@ -28,6 +30,7 @@ from streams.programs import (
     UnusableWorkspace,
     digest,
 )
+from streams.reorder import Held
 from streams.runs import Fire, StretchCounters, score_run
 from streams.state import SessionState, StudentState
 from streams.timeutil import iso_utc
@@ -46,6 +49,18 @@ from topology.schemas import (
 )
 
 Output = RunScored | TriggerFired | EpisodeClosed | PauseDetected | DeadLetter | FeedbackRequest
+
+#: The program store's session key for the programs of held runs (a session id
+#: never holds a control character: ingest refuses them).
+HELD_PROGRAMS = "\x00held"
+
+
+def _flagged(record: Output) -> Output:
+    """A record produced by a late event, flagged as such (runs and their fires)."""
+    if isinstance(record, RunScored) or (isinstance(record, TriggerFired) and record.run_index is not None):
+        return record.model_copy(update={"late": True})
+    return record
+
 
 _RUN = "runProject"
 #: Soft events that stop a running program (they do not end the RUN episode).
@@ -68,9 +83,64 @@ class StudentEngine:
         self.nudge = nudge
         self.metrics: MetricLog = metrics if metrics is not None else DictMetricLog(config.max_metric_events)
         """Nudge policy; None = detect only, no feedback requests at all."""
+        self.late = 0
+        """Events taken late (past the reorder window) by :meth:`offer`, for the adapter's metrics."""
         self.dropped: list[str] = []
         """Why sessions were dropped to keep the state bounded (``session_cap``,
         ``state_size``), one entry per dropped session, for the adapter's metrics."""
+
+    # -- arrival order ---------------------------------------------------------------
+    def offer(self, event: NormalizedEvent, line: int | None = None) -> list[Output]:
+        """Take one arriving event: analysed in stream order once no event still to come
+        can precede it (``REORDER_WINDOW_S``; 0 = at once, in arrival order).
+
+        :param line: the event's file line number (the order's last tie-break).
+        """
+        window = self.config.reorder_window_s
+        if window <= 0:
+            return self.on_event(event)
+        if line is None and event.source is not None:
+            line = event.source.line
+        late, released = self.state.reorder.offer(event.ts, event.envelope_id_int, line, self._hold(event), window)
+        if late:
+            self.late += 1
+        return self._analyse(released)
+
+    def release_until(self, clock: float, *, final: bool = False) -> list[Output]:
+        """Analyse the held events before ``clock`` (all of them when ``final``); call
+        before :meth:`advance` with the same (held-back) clock."""
+        if self.config.reorder_window_s <= 0:
+            return []
+        reorder = self.state.reorder
+        return self._analyse(reorder.release_all() if final else reorder.release_before(clock))
+
+    def _hold(self, event: NormalizedEvent) -> dict[str, Any]:
+        """The compact form of an event kept in the state while it waits; a run's
+        program waits in the program store (the state stays small)."""
+        held = event.model_dump(mode="json", exclude={"workspace_xml"})
+        if event.event_type == _RUN and event.workspace_xml:
+            held["program"] = program = digest(event.workspace_xml)
+            self.programs.put(HELD_PROGRAMS, program, event.workspace_xml)
+        return held
+
+    def _analyse(self, released: list[Held]) -> list[Output]:
+        out: list[Output] = []
+        uses = Counter(h.value.get("program") for h in (*released, *self.state.reorder.held))
+        for held in released:
+            value = dict(held.value)
+            program = value.pop("program", None)
+            event = NormalizedEvent.model_validate(value)
+            if program is not None:
+                event = event.model_copy(update={"workspace_xml": self.programs.get(HELD_PROGRAMS, program)})
+                uses[program] -= 1
+                if not uses[program]:  # no other held run has this program
+                    self.programs.delete(HELD_PROGRAMS, program)
+            if held.late:  # as if it had happened at the student's latest time
+                event = event.model_copy(update={"ts": held.ts, "timestamp": iso_utc(held.ts)})
+                out += [_flagged(o) for o in self.on_event(event)]
+            else:
+                out += self.on_event(event)
+        return out
 
     # -- events -------------------------------------------------------------------
     def on_event(self, event: NormalizedEvent) -> list[Output]:
@@ -273,6 +343,21 @@ class StudentEngine:
                 for segment in session.segmenter.close():
                     out.append(self._segment_record(session_id, session, segment))
         return out + self._requests(alerts, now)
+
+    def tick(self, now: float, *, inclusive: bool = True, final: bool = False) -> list[Output]:
+        """Move the student's clock to ``now`` held back by the reorder window (the
+        whole way when ``final``): the held events before it are analysed first."""
+        clock = now if final else now - self.config.reorder_window_s
+        return self.release_until(clock, final=final) + self.advance(clock, inclusive=inclusive, final=final)
+
+    def next_tick(self, live: bool) -> float | None:
+        """The earliest ``now`` at which :meth:`tick` could change something, or None."""
+        window = self.config.reorder_window_s
+        due = self.next_due(live)
+        held = self.state.reorder.due(window)
+        if due is not None:
+            due += window
+        return held if due is None else (due if held is None else min(due, held))
 
     def next_due(self, live: bool) -> float | None:
         """The earliest time a clock advance could change something, or None."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -65,8 +65,8 @@ class LocalAnalyzer:
             state, self.config, self.scorer, self.programs[student_key], self.nudge, self.metric_logs[student_key]
         )
 
-    def on_event(self, event: NormalizedEvent) -> list[Output]:
-        out = self.engine(event.student_key).on_event(event)
+    def on_event(self, event: NormalizedEvent, line: int | None = None) -> list[Output]:
+        out = self.engine(event.student_key).offer(event, line)
         if self.partitions:
             out += self._follow_watermark(event)
         return out
@@ -83,16 +83,16 @@ class LocalAnalyzer:
             if key == event.student_key or partition_for(key, self.partitions) != part:
                 continue
             engine = self.engine(key)
-            due = engine.next_due(live=False)
+            due = engine.next_tick(live=False)
             if due is not None and due <= step.mark:
-                out += engine.advance(step.mark, inclusive=False)
+                out += engine.tick(step.mark, inclusive=False)
         return out
 
     def finish(self, horizon: float) -> list[Output]:
         """Advance every student to the horizon (inclusive) and close episodes."""
         out: list[Output] = []
         for key in sorted(self.states):
-            out += self.engine(key).advance(horizon, inclusive=True, final=True)
+            out += self.engine(key).tick(horizon, inclusive=True, final=True)
         return out
 
 
@@ -107,8 +107,11 @@ class LineAnalyzer:
         self.rejected: Counter[str] = Counter()
         self.blank = 0
 
-    def feed(self, line: bytes) -> tuple[NormalizedEvent | None, list[Output]]:
-        """The line's accepted event (None if blank or rejected) and its outputs."""
+    def feed(self, line: bytes, number: int | None = None) -> tuple[NormalizedEvent | None, list[Output]]:
+        """The line's accepted event (None if blank or rejected) and its outputs.
+
+        :param number: the line's number in its file (stream order's last tie-break).
+        """
         if is_blank(line):
             self.blank += 1
             return None, []
@@ -122,7 +125,7 @@ class LineAnalyzer:
             return None, []
         if student is not None:
             remember(self.seen.setdefault(student, SeenIds()), out)
-        return out, self.analyzer.on_event(out)
+        return out, self.analyzer.on_event(out, number)
 
 
 def analyze_lines(
@@ -132,15 +135,20 @@ def analyze_lines(
     nudge: NudgeConfig | None = None,
     partitions: int | None = None,
     limits: Limits = DEFAULT_LIMITS,
+    numbers: Sequence[int] | None = None,
 ) -> LocalRun:
-    """Ingest and analyze raw lines exactly as the pipeline does (replay mode)."""
+    """Ingest and analyze raw lines exactly as the pipeline does (replay mode).
+
+    :param numbers: each line's number in its file when ``lines`` are not in file
+        order (a replay of disordered arrival); default 1, 2, 3, …
+    """
     run, analyzer = LocalRun(), LocalAnalyzer(config, scorer, nudge, partitions)
     reader = LineAnalyzer(analyzer, limits)
     digest, total = hashlib.sha256(), 0
-    for line in lines:
+    for index, line in enumerate(lines):
         digest.update(line + b"\n")
         total += 1
-        event, outputs = reader.feed(line)
+        event, outputs = reader.feed(line, numbers[index] if numbers is not None else index + 1)
         if event is None:
             continue
         run.observed.add(event)

@@ -15,6 +15,7 @@ import orjson
 
 from streams.config import EngineConfig
 from streams.episodes import Segmenter
+from streams.reorder import Reorderer
 from streams.runs import StretchCounters
 
 STATE_VERSION = 4
@@ -103,6 +104,8 @@ class StudentState:
     sessions: dict[str, SessionState] = field(default_factory=dict)
     policy: dict[str, Any] = field(default_factory=dict)
     """Nudge-policy state (owned by the policy; opaque here)."""
+    reorder: Reorderer = field(default_factory=Reorderer)
+    """Events waiting for their turn (arrival order is not event order)."""
 
     def to_bytes(self) -> bytes:
         """The table value."""
@@ -118,6 +121,7 @@ class StudentState:
                 "a": self.alerts_fired,
                 "s": {sid: s.to_json() for sid, s in self.sessions.items()},
                 "pol": self.policy,
+                **({"ro": ro} if (ro := self.reorder.to_json()) is not None else {}),
             }
         )
 
@@ -136,4 +140,5 @@ class StudentState:
             alerts_fired=raw["a"],
             sessions={sid: SessionState.from_json(s, config) for sid, s in raw["s"].items()},
             policy=raw["pol"],
+            reorder=Reorderer.from_json(raw.get("ro")),
         )

@@ -11,6 +11,7 @@ is computed from the published events with the same cores).  Pure.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -36,6 +37,14 @@ ITERATIVE_EDIT_MIN = 0
 _UNSCORED = {"no_project", "project_not_json", "project_not_object", "workspace_not_string", "xml_error"}
 
 
+def stream_order(event: NormalizedEvent) -> tuple[float, int, int, int]:
+    """The order of events inside a stream (fixtures README §2)."""
+    line = event.source.line if event.source is not None and event.source.line is not None else 0
+    if event.envelope_id_int is not None:
+        return (event.ts, 0, event.envelope_id_int, line)
+    return (event.ts, 1, 0, line)
+
+
 @dataclass
 class Observed:
     """Everything one replay observed, grouped as it arrives."""
@@ -47,6 +56,12 @@ class Observed:
     pauses: list[PauseDetected] = field(default_factory=list)
     dead: list[DeadLetter] = field(default_factory=list)
     requests: list[FeedbackRequest] = field(default_factory=list)
+
+    def in_stream_order(self) -> Observed:
+        """A copy whose events are in stream order — (time, integer envelope id first,
+        file line) — whatever order they arrived in (a stable sort: ties keep arrival order)."""
+        events = sorted(self.events, key=stream_order)
+        return dataclasses.replace(self, events=events)
 
     def add(self, record: object) -> None:
         """File a record under its kind (unknown kinds are ignored)."""
@@ -332,6 +347,7 @@ def build_summary(
     from streams.student_view import student_view
 
     config = config or EngineConfig()
+    obs = obs.in_stream_order()
     order: dict[tuple[str, str], NormalizedEvent] = {}
     times: dict[str, list[float]] = defaultdict(list)
     for e in obs.events:

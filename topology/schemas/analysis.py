@@ -51,6 +51,9 @@ class RunScored(Record):
     n_blocks: int
     n_stacks: int
     label_tree_size: int
+    late: bool = False
+    """The run arrived later than the reorder window allows: analysed in arrival order,
+    at its student's latest time (fixtures README §2)."""
 
 
 class TriggerEvidence(Record):
@@ -94,6 +97,8 @@ class TriggerFired(Record):
     trailing: bool = False
     """Inactive only: fired after the student's last event seen so far."""
     evidence: TriggerEvidence
+    late: bool = False
+    """Fired by a run that arrived later than the reorder window allows."""
 
 
 class EpisodeClosed(Record):
