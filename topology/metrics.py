@@ -56,6 +56,12 @@ class WorkerMetrics:
             registry=r,
         )
         self.students = Gauge("vexnudge_active_students", "Students with state on this worker", registry=r)
+        self.late_events = Counter(
+            "vexnudge_late_events_total",
+            "Events that arrived later than REORDER_WINDOW_S behind their student's latest "
+            "(analysed in arrival order and flagged late)",
+            registry=r,
+        )
         self.sessions_dropped = Counter(
             "vexnudge_state_sessions_dropped_total",
             "Sessions dropped from a student's state to keep it "

@@ -108,8 +108,8 @@ class Settings(BaseSettings):
     """MAX_SESSIONS_PER_STUDENT: sessions whose state a student keeps; the least recently active is dropped first (and counted)."""
     student_state_max_bytes: int = Field(65_536, ge=4096)
     """STUDENT_STATE_MAX_BYTES: the most a student's analysis state may take; the least recently active sessions are dropped first (and counted)."""
-    reorder_window_s: float = Field(0.0, ge=0, le=300)
-    """REORDER_WINDOW_S: events at most this much older than their student's latest are analysed in event order, the inactivity clock holding back as much (in-process analysis only so far; 0 = arrival order, as the worker does today)."""
+    reorder_window_s: float = Field(5.0, ge=0, le=300)
+    """REORDER_WINDOW_S: events at most this much older than their student's latest are analysed in event order, the clock that drives inactivity holding back as much; later ones are analysed as they come, counted and flagged late (0 = arrival order)."""
     tree_edit_max_cpu_ms: float = Field(500.0, gt=0, le=60_000)
     """TREE_EDIT_MAX_CPU_MS: a distance whose planned work would take longer than this is reported as not comparable (decided from the pair's size before computing, so replays agree)."""
 

@@ -12,7 +12,7 @@ import asyncio
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -113,8 +113,13 @@ async def replay(
     report: Report | None = None,
     timeout_s: float = 600.0,
     worker: WorkerProcess | None = None,
+    numbers: Sequence[int] | None = None,
 ) -> ReplayResult:
-    """Run the whole replay; ``settings`` should already be fresh (unique names)."""
+    """Run the whole replay; ``settings`` should already be fresh (unique names).
+
+    :param numbers: each line's number in its file, when ``lines`` are sent in
+        another order (a reproduced arrival disorder).
+    """
     result, started = ReplayResult(), time.perf_counter()
     result.blank_lines = sum(1 for line in lines if not line.strip())
     result.horizon = horizon_of(lines)
@@ -128,7 +133,10 @@ async def replay(
     try:
         step = (lambda name: lambda done, total: report(name, done, total)) if report else (lambda _n: None)
         result.produce = await produce_lines(
-            settings, lines, on_progress=lambda s: report and report("produce", s.lines, len(lines))
+            settings,
+            lines,
+            on_progress=lambda s: report and report("produce", s.lines, len(lines)),
+            numbers=numbers,
         )
         for spec in T.ANALYSIS_INPUTS:
             await _wait(settings, spec, worker, timeout_s, step(f"consume {spec.name}"))

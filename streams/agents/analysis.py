@@ -104,8 +104,10 @@ class Analysis:
     def run(self, engine: StudentEngine, event: NormalizedEvent) -> list[Output]:
         """The engine's outputs for one event, timed, with the sessions it dropped counted."""
         started = time.perf_counter()
-        outputs = engine.on_event(event)
+        outputs = engine.offer(event)
         self.p.metrics.event_seconds.observe(time.perf_counter() - started)
+        if engine.late:
+            self.p.metrics.late_events.inc(engine.late)
         for why in engine.dropped:
             self.p.metrics.sessions_dropped.labels(why).inc()
         return outputs
@@ -137,7 +139,7 @@ class Analysis:
     async def advance(self, key: str, partition: int, now: float, *, inclusive: bool, final: bool) -> None:
         """Move one student's clock to ``now``; a student idle past the recency window is dropped."""
         engine = self.store.engine(self.store.load(key))
-        outputs = engine.advance(now, inclusive=inclusive, final=final)
+        outputs = engine.tick(now, inclusive=inclusive, final=final)
         engine.drop_stale_sessions(now)
         await self.emit(outputs, key)
         if engine.expired(now):

@@ -48,5 +48,11 @@ class DueIndex:
                 out.append(student)
         return out
 
+    def earliest(self, partition: int) -> float | None:
+        """The earliest due time recorded for ``partition`` (possibly of an entry
+        since replaced: an early answer costs one needless tick, never a late one)."""
+        heap = self.heaps.get(partition)
+        return heap[0][0] if heap else None
+
     def __len__(self) -> int:
         return len(self.due)

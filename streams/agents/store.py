@@ -143,7 +143,7 @@ class StudentStore:
         data = self._saved[state.student_key] = state.to_bytes()
         self.students[state.student_key.encode()] = data
         self._cache[state.student_key] = state
-        self.index.set(state.student_key, partition, engine.next_due(self.live))
+        self.index.set(state.student_key, partition, engine.next_tick(self.live))
 
     def drop(self, engine: StudentEngine) -> None:
         """Delete the student: its sessions' programs and chunks, its state, its index entry."""
@@ -197,7 +197,7 @@ class StudentStore:
         for _key, raw in list(self.students.items()):
             state = StudentState.from_bytes(raw, self.config)
             if state.partition == partition:
-                self.index.set(state.student_key, partition, self.engine(state).next_due(self.live))
+                self.index.set(state.student_key, partition, self.engine(state).next_tick(self.live))
         self.index.loaded.add(partition)
 
     def due(self, partition: int, now: float, final: bool = False) -> list[str]:
@@ -206,7 +206,7 @@ class StudentStore:
 
     def reschedule(self, key: str, partition: int) -> None:
         """Put a student taken by :meth:`due` back in the index unchanged (replay time)."""
-        self.index.set(key, partition, self.engine(self.load(key)).next_due(False))
+        self.index.set(key, partition, self.engine(self.load(key)).next_tick(False))
 
     def __len__(self) -> int:
         """How many students are indexed."""
