@@ -70,11 +70,14 @@ class Line:
         env["raw_message"] = orjson.dumps(self.payload).decode()
         return orjson.dumps(env)
 
-    def retimed(self, now: float) -> bytes:
-        """The line with its event time and receive time set to ``now``."""
+    def retimed(self, now: float, received: float | None = None) -> bytes:
+        """The line with its event time set to ``now`` and its receive time to
+        ``received`` (default ``now``: sent as it happens)."""
         moment = datetime.fromtimestamp(now, UTC)
         self.payload["timestamp"] = moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-        self.envelope["received_at"] = moment.isoformat()
+        self.envelope["received_at"] = datetime.fromtimestamp(
+            received if received is not None else now, UTC
+        ).isoformat()
         return self.encode()
 
 

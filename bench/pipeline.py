@@ -9,7 +9,8 @@ copies for throughput, default 20 = 20,140 events), ``--latency-copies N``
 ``all``, the worker as shipped with every role; ``stream`` runs it with
 ``--roles stream``, as a district's stream workers; experiments as in ``bench/ingest.py``:
 ``all+key=value`` passes a ``faust.App`` keyword, ``all+fw100`` gives Faust's
-consumer ``fetch_max_wait_ms=100`` instead of its hard-coded 1500), ``--quick``.
+consumer ``fetch_max_wait_ms=100`` instead of its hard-coded 1500; for latency,
+``+d:SECONDS`` sends the lines out of order, each up to that much after it happened), ``--quick``.
 
 Every run has fresh topics, a fresh consumer group and a throwaway PostgreSQL
 database; the worker is the real ``vexnudge worker`` subprocess with every
@@ -57,6 +58,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import random
 import statistics
 import sys
 import time
@@ -441,8 +443,12 @@ class OutputReader:
         await asyncio.gather(self.task, return_exceptions=True)
 
 
-async def paced_send(settings: Any, lines: list[Line], rate: float) -> dict[str, float]:
-    """Send ``lines`` at ``rate`` per second, re-timed as they go; the send time per event id."""
+async def paced_send(settings: Any, lines: list[Line], rate: float, disorder_s: float = 0.0) -> dict[str, float]:
+    """Send ``lines`` at ``rate`` per second, re-timed as they go; the send time per event id.
+
+    ``disorder_s``: line *i* happens at ``i / rate`` but is sent after a seeded random
+    delay of up to that many seconds (classroom Wi-Fi), so lines arrive out of order.
+    """
     from vexnudge.producer import LINE_HEADER, make_producer
 
     topic = settings.topic(T.RAW.name)
@@ -452,13 +458,16 @@ async def paced_send(settings: Any, lines: list[Line], rate: float) -> dict[str,
     sent: dict[str, float] = {}
     pending = []
     try:
-        started = time.perf_counter()
-        for number, line in enumerate(lines):
-            delay = number / rate - (time.perf_counter() - started)
+        rng = random.Random(42)
+        schedule = sorted((n / rate + rng.uniform(0, disorder_s), n) for n in range(len(lines)))
+        started, wall = time.perf_counter(), time.time()
+        for at, number in schedule:
+            line = lines[number]
+            delay = at - (time.perf_counter() - started)
             if delay > 0:
                 await asyncio.sleep(delay)
             now = time.time()
-            value = line.retimed(now)
+            value = line.retimed(wall + number / rate if disorder_s else now, received=now)
             sent[line.event_id] = now
             pending.append(
                 await producer.send(topic, value=value, key=line.key, headers=[(LINE_HEADER, str(number + 1).encode())])
@@ -478,6 +487,9 @@ async def latency_once(settings: Any, lines: list[Line], rate: float, variant: s
     from vexnudge.replay import delete_topics
 
     await ensure_topics(settings)
+    # +d:SECONDS: the input arrives out of order, each line up to that much late
+    disorder = sum(float(m[2:]) for m in variant.split("+") if m.startswith("d:"))
+    variant = "+".join(m for m in variant.split("+") if not m.startswith("d:"))
     fetch_wait, options, roles = worker_variant(variant)
     worker = BenchWorker(
         settings.app_id,
@@ -500,7 +512,7 @@ async def latency_once(settings: Any, lines: list[Line], rate: float, variant: s
             await reader.start()
             out["rss_idle_mib"] = rss_kib(worker.pid)[0] / 1024
             cpu0, t0 = cpu_seconds(worker.pid), time.time()
-            sent = await paced_send(settings, lines, rate)
+            sent = await paced_send(settings, lines, rate, disorder)
             out["send_s"] = time.time() - t0
             await watch.until(watch.analysed, len(lines) + len(warm), worker=worker, timeout_s=120, interval_s=0.1)
             out["cpu_busy"] = (cpu_seconds(worker.pid) - cpu0) / (time.time() - t0)
