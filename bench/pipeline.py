@@ -516,7 +516,8 @@ async def latency_once(settings: Any, lines: list[Line], rate: float, variant: s
             out["send_s"] = time.time() - t0
             await watch.until(watch.analysed, len(lines) + len(warm), worker=worker, timeout_s=120, interval_s=0.1)
             out["cpu_busy"] = (cpu_seconds(worker.pid) - cpu0) / (time.time() - t0)
-            await asyncio.sleep(2.0)  # the last outputs reach the reader
+            # the last outputs reach the reader: held events come out a reorder window later
+            await asyncio.sleep(2.0 + settings.reorder_window_s)
             out["rss_end_mib"], out["rss_peak_mib"] = (v / 1024 for v in rss_kib(worker.pid))
             out["load_after"] = float(load_average().split()[0])
     finally:

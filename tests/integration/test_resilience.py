@@ -23,6 +23,7 @@ from tests.fakes.scratch_db import scratch_database
 from tests.integration.pipeline import isolated, on_own_topics, start_worker
 from topology.kafka_admin import committed_offsets, end_offsets, wait_analysed, wait_consumed
 from topology.settings import Settings
+from vexnudge.disorder import arrival_order
 from vexnudge.producer import produce_lines
 from vexnudge.replay import ReplayResult, collect_outputs, horizon_of, send_final_ticks
 from vexnudge.workerproc import WorkerProcess
@@ -123,18 +124,22 @@ async def raw_committed(settings: Settings) -> int:
     return sum((await committed_offsets(settings, settings.app_id, settings.topic("vex.telemetry.raw"))).values())
 
 
-def kill_9_midway(settings: Settings, worker: Callable[[], WorkerProcess]) -> tuple[ReplayResult, int, WorkerProcess]:
+def kill_9_midway(
+    settings: Settings, worker: Callable[[], WorkerProcess], disorder_s: float = 0.0
+) -> tuple[ReplayResult, int, WorkerProcess]:
     """Replay the sample classroom, SIGKILL the worker a third of the way in, start
     another with ``worker()``; returns the outputs, the committed raw offset
-    at the kill and the second worker."""
-    lines = read_lines(SAMPLE_CLASSROOM.read_bytes())
+    at the kill and the second worker.  ``disorder_s``: the lines arrive in a
+    seeded order, each up to that many seconds late (their line numbers kept)."""
+    arrived = arrival_order(read_lines(SAMPLE_CLASSROOM.read_bytes()), disorder_s, seed=9)
+    lines, numbers = [line for _, line in arrived], [n for n, _ in arrived]
 
     async def scenario() -> tuple[ReplayResult, int, WorkerProcess]:
         first = worker()
         # two thirds first, the rest after the kill: however slow the machine, the kill
         # lands before the end of the input (the worker may have caught up with what it had)
         cut = 2 * len(lines) // 3
-        producing = asyncio.ensure_future(produce_lines(settings, lines[:cut], rate=250))
+        producing = asyncio.ensure_future(produce_lines(settings, lines[:cut], rate=250, numbers=numbers[:cut]))
         deadline = time.monotonic() + 120
         try:
             while await raw_committed(settings) < len(lines) // 3:
@@ -146,7 +151,7 @@ def kill_9_midway(settings: Settings, worker: Callable[[], WorkerProcess]) -> tu
         second = worker()
         try:
             await producing
-            await produce_lines(settings, lines[cut:], rate=250, first_line=cut + 1)
+            await produce_lines(settings, lines[cut:], rate=250, numbers=numbers[cut:])
             return await finish(settings, lines), killed_at, second
         finally:
             second.stop()
@@ -175,6 +180,16 @@ def test_kill_9_midway_then_restart_fires_every_trigger_once(stack, unique_prefi
     # dropped after its recovery and left for the commit-gap healer to re-read.
     assert second.datadir is not None
     assert "stuck at" not in (second.datadir / "worker.log").read_text()
+
+
+def test_kill_9_in_a_disordered_replay_still_gives_the_golden_trigger_ids(stack, unique_prefix) -> None:
+    """Lines arriving up to the reorder window late, the worker killed midway: the
+    events it held in its buffer come back with its state, and the ids are the golden ones."""
+    with scratch_database(stack) as db:
+        settings = isolated(db, unique_prefix)
+        result, _, _ = kill_9_midway(settings, lambda: db_worker(settings), disorder_s=5.0)
+        assert_golden_triggers(result.observed.triggers, crashed=True)
+        assert_one_row_per_trigger(settings)
 
 
 def test_kill_9_of_a_rocksdb_worker_then_restart_on_its_data_directory(stack, unique_prefix, tmp_path) -> None:
