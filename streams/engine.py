@@ -56,8 +56,11 @@ HELD_PROGRAMS = "\x00held"
 
 
 def _flagged(record: Output) -> Output:
-    """A record produced by a late event, flagged as such (runs and their fires)."""
-    if isinstance(record, RunScored) or (isinstance(record, TriggerFired) and record.run_index is not None):
+    """A record produced by a late event, flagged as such: its run, the run's fires,
+    and the episodes and pauses it closed."""
+    if isinstance(record, RunScored | EpisodeClosed | PauseDetected) or (
+        isinstance(record, TriggerFired) and record.run_index is not None
+    ):
         return record.model_copy(update={"late": True})
     return record
 

@@ -25,6 +25,9 @@ from typing import Any
 
 #: Rank of an event with an integer envelope id, then without one, then a late event.
 _INT_ID, _OTHER_ID, _LATE = 0, 1, 2
+#: The most events a student's buffer holds: past it the oldest is released at once
+#: (a flood of events inside one window cannot swell the state).
+MAX_HELD = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +87,17 @@ class Reorderer:
             self.latest = ts if latest is None else max(latest, ts)
         self._insert(held)
         assert self.latest is not None
-        return late, self.release_before(self.latest - window)
+        released = self.release_before(self.latest - window)
+        if len(self.held) > MAX_HELD:
+            released += self._overflow()
+        return late, released
+
+    def _overflow(self) -> list[Held]:
+        """Release the oldest held events beyond :data:`MAX_HELD` (what arrives before
+        them afterwards is late)."""
+        out, self.held = self.held[: len(self.held) - MAX_HELD], self.held[len(self.held) - MAX_HELD :]
+        self.floor = max(self.floor, out[-1].ts)
+        return out
 
     def release_before(self, clock: float) -> list[Held]:
         """Release every event strictly before ``clock``, in stream order; nothing

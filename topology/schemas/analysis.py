@@ -115,6 +115,8 @@ class EpisodeClosed(Record):
     end_ts: float
     event_count: int
     soft_count: int
+    late: bool = False
+    """Closed by an event that arrived later than the reorder window allows."""
 
 
 class PauseDetected(Record):
@@ -129,6 +131,8 @@ class PauseDetected(Record):
     start_ts: float
     end_ts: float
     duration: float
+    late: bool = False
+    """Closed by an event that arrived later than the reorder window allows."""
 
 
 class ClockTick(Record):

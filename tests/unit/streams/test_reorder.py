@@ -100,3 +100,14 @@ def test_the_clock_releases_and_makes_older_arrivals_late() -> None:
     late, _ = buffer.offer(100.2, 2, 2, "b", WINDOW)  # in the window, but the clock passed it
     assert late
     assert Reorderer.from_json(buffer.to_json()).to_json() == buffer.to_json()
+
+
+def test_a_flood_inside_one_window_stays_bounded() -> None:
+    from streams.reorder import MAX_HELD
+
+    buffer = Reorderer()
+    released = []
+    for n in range(MAX_HELD + 50):
+        released += buffer.offer(100.0, n, n, n, WINDOW)[1]
+    assert len(buffer.held) == MAX_HELD and [h.value for h in released] == list(range(50))
+    assert buffer.offer(99.0, 9999, 9999, "x", WINDOW)[0]  # before what was released: late
