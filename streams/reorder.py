@@ -11,7 +11,8 @@ strictly before the held-back clock (:meth:`Reorderer.due`).
 
 An event later than that (older than ``latest - window``, or older than what
 was already released or advanced to) is *late*: it is analysed in arrival
-order, as if it had happened at the student's latest time, and flagged.
+order, as if it had happened at the student's latest time (or at the time the
+clock already advanced the student to, when that is later), and flagged.
 
 The buffer holds plain JSON values (the adapter's compact form of an event),
 so it is stored with the student's state; a window of 0 holds nothing.
@@ -80,7 +81,12 @@ class Reorderer:
         late = latest is not None and (ts < latest - window or ts < self.floor)
         if late:
             assert latest is not None
-            held = Held(latest, _LATE, 0, 0, self.seq, value, late=True)
+            # the student's clock never goes back: at its latest time, or where the clock
+            # already took it (an event only the clock overtook, e.g. a recording fed to a
+            # live worker, is taken at the clock's time)
+            at = max(latest, self.floor)
+            held = Held(at, _LATE, 0, 0, self.seq, value, late=True)
+            self.latest = at
         else:
             rank = _INT_ID if id_int is not None else _OTHER_ID
             held = Held(ts, rank, id_int or 0, line or 0, self.seq, value)

@@ -111,3 +111,16 @@ def test_a_flood_inside_one_window_stays_bounded() -> None:
         released += buffer.offer(100.0, n, n, n, WINDOW)[1]
     assert len(buffer.held) == MAX_HELD and [h.value for h in released] == list(range(50))
     assert buffer.offer(99.0, 9999, 9999, "x", WINDOW)[0]  # before what was released: late
+
+
+def test_events_only_the_clock_overtook_are_taken_at_the_clocks_time() -> None:
+    """A recording fed to a live worker: the wall clock is far ahead of its event
+    times, so each event is late, taken at the clock's time, and time never goes back."""
+    buffer = Reorderer()
+    buffer.offer(100.0, 1, 1, "a", WINDOW)
+    buffer.release_before(10_000.0)  # a live tick
+    late, _ = buffer.offer(101.0, 2, 2, "b", WINDOW)
+    assert late and buffer.latest == 10_000.0
+    late, _ = buffer.offer(102.0, 3, 3, "c", WINDOW)
+    assert late
+    assert [(h.value, h.ts) for h in buffer.release_all()] == [("b", 10_000.0), ("c", 10_000.0)]
