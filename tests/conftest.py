@@ -91,3 +91,9 @@ def close_stray_loops() -> Iterator[None]:
     for loop in [o for o in gc.get_objects() if isinstance(o, asyncio.AbstractEventLoop)]:
         if not loop.is_running() and not loop.is_closed():
             loop.close()
+
+
+@pytest.fixture
+def student() -> str:
+    """A fresh student key, so tests sharing a database never see each other's rows."""
+    return f"st-{uuid.uuid4().hex[:10]}"

@@ -19,14 +19,11 @@ from dataclasses import dataclass
 import asyncpg
 import pytest
 
-from feedback.nudge import NudgeConfig
-from streams.config import EngineConfig
-from streams.local import analyze_lines, read_lines
-from streams.scoring import TreeEditScorer
+from streams.local import read_lines
 from tests.datafiles import SAMPLE_CLASSROOM
 from tests.fakes.process import fake_ollama_subprocess
 from tests.fakes.scratch_db import scratch_database
-from tests.integration.pipeline import isolated, start_worker
+from tests.integration.pipeline import isolated, nudge_oracle, start_worker
 from topology.kafka_admin import committed_offsets, ensure_topics, wait_analysed, wait_consumed
 from topology.settings import Settings
 from vexnudge.producer import produce_lines
@@ -72,19 +69,8 @@ def worker(lane: Lane, *extra: str) -> WorkerProcess:
 
 
 def oracle(settings: Settings) -> dict[str, tuple[str, str | None]]:
-    """trigger id → (status, reason) as the pure engine and policy decide them."""
-    run = analyze_lines(
-        LINES,
-        EngineConfig.from_settings(settings),
-        TreeEditScorer(),
-        NudgeConfig.from_settings(settings),
-        partitions=settings.topic_partitions,
-    )
-    return {
-        r.trigger.trigger_id: ("acted", None) if r.decision == "act" else ("suppressed", r.suppress_reason)
-        for r in run.observed.requests
-        if r.trigger is not None
-    }
+    """trigger id → (status, reason) as the pure engine and nudge policy decide them."""
+    return nudge_oracle(settings, LINES)
 
 
 async def drain(settings: Settings, until_no_pending_s: float = 90.0) -> None:

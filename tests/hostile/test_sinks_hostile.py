@@ -55,11 +55,6 @@ async def pool(db_settings: Settings) -> AsyncIterator[asyncpg.Pool]:
         yield p
 
 
-@pytest.fixture
-def student() -> str:
-    return f"st-{uuid.uuid4().hex[:10]}"
-
-
 def event(student: str, n: int, *, ts: float | None = None, **extra: Any) -> NormalizedEvent:
     fields: dict[str, Any] = {
         "event_id": str(n),

@@ -57,3 +57,25 @@ def on_own_topics(settings: Settings, scenario: Callable[[], Awaitable[R]]) -> R
 def run(coro):  # type: ignore[no-untyped-def]
     """Run a coroutine from a sync test."""
     return asyncio.run(coro)
+
+
+def nudge_oracle(settings: Settings, lines: list[bytes]) -> dict[str, tuple[str, str | None]]:
+    """trigger id → (status, reason) as the pure engine and nudge policy decide them in
+    process for ``lines`` (replay mode, the worker's partitions): what a worker must store."""
+    from feedback.nudge import NudgeConfig
+    from streams.config import EngineConfig
+    from streams.local import analyze_lines
+    from streams.scoring import TreeEditScorer
+
+    run = analyze_lines(
+        lines,
+        EngineConfig.from_settings(settings),
+        TreeEditScorer(),
+        NudgeConfig.from_settings(settings),
+        partitions=settings.topic_partitions,
+    )
+    return {
+        r.trigger.trigger_id: ("acted", None) if r.decision == "act" else ("suppressed", r.suppress_reason)
+        for r in run.observed.requests
+        if r.trigger is not None
+    }

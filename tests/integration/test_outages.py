@@ -39,15 +39,12 @@ from pydantic import SecretStr
 
 from delivery.gateway import tokens
 from delivery.gateway.app import build_app
-from feedback.nudge import NudgeConfig
-from streams.config import EngineConfig
-from streams.local import analyze_lines, read_lines
-from streams.scoring import TreeEditScorer
+from streams.local import read_lines
 from tests.datafiles import SAMPLE_CLASSROOM
 from tests.fakes.private_stack import PrivateStack, private_stack
 from tests.fakes.process import fake_ollama_subprocess
 from tests.fakes.scratch_db import scratch_database
-from tests.integration.pipeline import isolated, read_values, start_worker
+from tests.integration.pipeline import isolated, nudge_oracle, read_values, start_worker
 from tests.integration.test_resilience import assert_golden_triggers, assert_one_row_per_trigger
 from topology.kafka_admin import committed_offsets, ensure_topics, wait_analysed, wait_consumed
 from topology.schemas import FeedbackMessage, NormalizedEvent, decode
@@ -74,19 +71,8 @@ class Lane:
 
 
 def oracle(settings: Settings) -> dict[str, tuple[str, str | None]]:
-    """trigger id → (status, reason) as the pure engine and nudge policy decide them in process."""
-    run = analyze_lines(
-        LINES,
-        EngineConfig.from_settings(settings),
-        TreeEditScorer(),
-        NudgeConfig.from_settings(settings),
-        partitions=settings.topic_partitions,
-    )
-    return {
-        r.trigger.trigger_id: ("acted", None) if r.decision == "act" else ("suppressed", r.suppress_reason)
-        for r in run.observed.requests
-        if r.trigger is not None
-    }
+    """trigger id → (status, reason) as the pure engine and nudge policy decide them."""
+    return nudge_oracle(settings, LINES)
 
 
 def lane_worker(lane: Lane, *extra: str) -> WorkerProcess:

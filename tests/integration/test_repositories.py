@@ -41,11 +41,6 @@ async def scratch_pool(scratch: Settings) -> AsyncIterator[asyncpg.Pool]:
         yield p
 
 
-@pytest.fixture
-def student() -> str:
-    return f"st-{uuid.uuid4().hex[:10]}"
-
-
 def event(student: str, event_id: str, ts: float, session: str = "s1", **extra: object) -> NormalizedEvent:
     int_id = int(event_id) if event_id.isdigit() else None
     fields: dict[str, object] = {
